@@ -1,0 +1,1 @@
+"""Haystack adapter for crag."""

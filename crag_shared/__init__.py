@@ -1,0 +1,31 @@
+"""crag_shared: Corrective Retrieval-Augmented Generation (Yan et al. 2024) as a framework-free core.
+
+`Corrector` runs the paper's Algorithm 1 on a query and its retrieved passages; the framework adapters
+(crag_llamaindex, crag_haystack) translate their nodes and documents to `Passage` and back.
+"""
+
+from .corrector import Corrector
+from .evaluators import (
+    CrossEncoderEvaluator,
+    Evaluation,
+    LexicalEvaluator,
+    LLMEvaluator,
+    RetrievalEvaluator,
+    T5Evaluator,
+    evaluator_from_spec,
+)
+from .llm import LLM, FunctionLLM
+from .policy import ActionPolicy
+from .refine import StripRefiner
+from .rewrite import QueryRewriter
+from .types import Action, CorrectionResult, Origin, Passage, Strip, Trace, WebResult, WebSearchResponse
+from .web import InMemoryWebSearch, WebPage, WebSearch, WebSearchError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action", "ActionPolicy", "CorrectionResult", "Corrector", "CrossEncoderEvaluator", "Evaluation",
+    "FunctionLLM", "InMemoryWebSearch", "LLM", "LLMEvaluator", "LexicalEvaluator", "Origin", "Passage",
+    "QueryRewriter", "RetrievalEvaluator", "Strip", "StripRefiner", "T5Evaluator", "Trace", "WebPage",
+    "WebResult", "WebSearch", "WebSearchError", "WebSearchResponse", "evaluator_from_spec", "__version__",
+]

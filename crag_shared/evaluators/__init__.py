@@ -1,0 +1,28 @@
+"""Retrieval evaluators: one interface, four backends (lexical, T5, cross-encoder, LLM judge)."""
+
+from __future__ import annotations
+
+from .base import Evaluation, RetrievalEvaluator
+from .cross_encoder import CrossEncoderEvaluator
+from .lexical import LexicalEvaluator
+from .llm import LLMEvaluator
+from .t5 import T5Evaluator
+
+__all__ = ["Evaluation", "RetrievalEvaluator", "LexicalEvaluator", "T5Evaluator", "CrossEncoderEvaluator",
+           "LLMEvaluator", "evaluator_from_spec"]
+
+
+def evaluator_from_spec(spec: str, **kwargs) -> RetrievalEvaluator:
+    """Build an evaluator from 'lexical', 't5:PATH_OR_ID' or 'cross-encoder:PATH_OR_ID'.
+
+    This is how the CLI and serialized framework components name their evaluator.
+    """
+    kind, _, target = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind == "lexical" and not target:
+        return LexicalEvaluator(**kwargs)
+    if kind == "t5" and target:
+        return T5Evaluator(target, **kwargs)
+    if kind in ("cross-encoder", "cross_encoder", "ce") and target:
+        return CrossEncoderEvaluator(target, **kwargs)
+    raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH' or 'cross-encoder:PATH'")

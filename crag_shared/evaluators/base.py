@@ -1,0 +1,68 @@
+"""The retrieval-evaluator interface: one score in [-1, 1] per (query, text) pair, all texts in one call."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Sequence
+
+
+@dataclass
+class Evaluation:
+    """Scores in input order, plus notes about anything unusual (e.g. an unparsable LLM verdict)."""
+
+    scores: list[float]
+    notes: list[str] = field(default_factory=list)
+
+
+class RetrievalEvaluator(ABC):
+    """Scores how well each text answers a query, as an absolute value in [-1, 1].
+
+    Scores are absolute so that thresholds mean something: a pair's score never depends on the other
+    texts scored with it (the LLM judge in batched mode is the documented exception). Each backend
+    carries default thresholds fitted to its own score distribution.
+    """
+
+    #: (upper, lower) action thresholds suited to this evaluator's scores.
+    default_thresholds: ClassVar[tuple[float, float]] = (0.5, -0.5)
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        return self.default_thresholds
+
+    @property
+    def spec(self) -> str:
+        """A short string that `evaluator_from_spec` turns back into an equal evaluator."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be described by a spec string")
+
+    def warm_up(self) -> None:
+        """Load models; called automatically on first use, and idempotent."""
+
+    @abstractmethod
+    def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Score every text against the query in as few model passes as possible."""
+
+    async def aevaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Async scoring; model backends run in a worker thread so the event loop stays free."""
+        return await asyncio.to_thread(self.evaluate, query, texts)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return self.evaluate(query, _checked(texts)).scores
+
+    async def ascore(self, query: str, texts: Sequence[str]) -> list[float]:
+        return (await self.aevaluate(query, _checked(texts))).scores
+
+
+def _checked(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single string")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str")
+    return texts
+
+
+def clip(value: float) -> float:
+    return max(-1.0, min(1.0, float(value)))

@@ -1,0 +1,54 @@
+"""Any Hugging Face reranker / cross-encoder as a CRAG evaluator."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+from .hf import HFSequenceEvaluator
+
+ScoreMap = Literal["sigmoid", "clip", "softmax"]
+
+
+class CrossEncoderEvaluator(HFSequenceEvaluator):
+    """Scores (query, passage) text pairs with an `AutoModelForSequenceClassification` reranker.
+
+    Logits z become scores in [-1, 1] by `score_map`:
+    - "sigmoid": 2·σ(z) − 1 = tanh(z/2), for rerankers trained with a relevance probability (MS MARCO
+      MiniLM cross-encoders, bge-reranker); a score of 0 means p(relevant) = 0.5;
+    - "clip": z clipped to [-1, 1], for regression heads trained on ±1 labels (what `crag
+      train-evaluator` writes);
+    - "softmax": 2·p(label 1) − 1, for two-label classifiers.
+    Left as None, the map stored in the checkpoint's config (`crag_score_map`) is used, else "softmax"
+    for two labels and "sigmoid" otherwise.
+    """
+
+    spec_prefix = "cross-encoder"
+    default_thresholds = (0.5, -0.9)
+
+    def __init__(self, model: str, *, score_map: ScoreMap | None = None, **kwargs: Any) -> None:
+        if score_map not in (None, "sigmoid", "clip", "softmax"):
+            raise ValueError(f"score_map must be 'sigmoid', 'clip' or 'softmax', got {score_map!r}")
+        super().__init__(model, **kwargs)
+        self._score_map = score_map
+
+    @property
+    def score_map(self) -> ScoreMap:
+        if self._score_map:
+            return self._score_map
+        config = self.model.config
+        stored = getattr(config, "crag_score_map", None)
+        if stored:
+            return stored
+        return "softmax" if config.num_labels == 2 else "sigmoid"
+
+    def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
+        return dict(self._tokenizer([query] * len(texts), list(texts), truncation="longest_first",
+                                    max_length=self.max_length))
+
+    def _to_scores(self, logits: Any) -> Any:
+        mode = self.score_map
+        if mode == "softmax":
+            return 2 * logits.softmax(-1)[:, 1] - 1
+        if mode == "clip":
+            return logits[:, 0]
+        return (logits[:, 0] / 2).tanh()

@@ -1,0 +1,85 @@
+"""A dependency-free evaluator: the default, so CRAG works offline with nothing to download."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ..text import STOPWORDS, fold, words
+from .base import Evaluation, RetrievalEvaluator
+
+
+class LexicalEvaluator(RetrievalEvaluator):
+    """Scores how completely and how closely a text covers the question's content words.
+
+    What it measures, per (query, text) pair and independent of any other text:
+    - coverage: the share of the question's content words found in the text, each weighted by an
+      information proxy (longer and capitalised words, i.e. names, weigh more than short common ones);
+    - phrase match: the share of adjacent content-word pairs of the question (e.g. a person's first and
+      last name) that stand adjacent in the text;
+    - focus: whether the matches start early in the text, the way a passage *about* something names it
+      first.
+    The combination is mapped to [-1, 1].
+
+    Where it fails: it cannot see paraphrase or synonyms ("born" vs "birthplace"), negation, or whether
+    the text actually states the answer rather than merely naming the subject; it rewards passages about
+    a namesake as much as about the subject itself. Use a trained cross-encoder or T5 evaluator when
+    those matter.
+    """
+
+    default_thresholds = (0.3, -0.6)
+
+    def __init__(self, thresholds: tuple[float, float] | None = None) -> None:
+        self._thresholds = tuple(thresholds) if thresholds is not None else None
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        return self._thresholds or self.default_thresholds
+
+    @property
+    def spec(self) -> str:
+        return "lexical"
+
+    def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        question = _Question(query)
+        return Evaluation([question.score(text) for text in texts])
+
+
+class _Question:
+    """The query, analysed once so that scoring many texts against it is cheap."""
+
+    def __init__(self, query: str) -> None:
+        raw = words(query)
+        folded = [fold(w) for w in raw]
+        self.weights: dict[str, float] = {}
+        content: list[str | None] = []
+        for word, term in zip(raw, folded):
+            if term in STOPWORDS or not term:
+                content.append(None)
+                continue
+            weight = math.log(2 + len(term)) * (1.6 if word[:1].isupper() else 1.0)
+            if term.isdigit():
+                weight *= 1.3
+            self.weights[term] = max(weight, self.weights.get(term, 0.0))
+            content.append(term)
+        self.pairs = {(a, b) for a, b in zip(content, content[1:]) if a and b}
+        self.total = sum(self.weights.values())
+
+    def score(self, text: str) -> float:
+        if not self.total:
+            return -1.0
+        found_at: dict[str, int] = {}
+        tokens = [fold(w) for w in words(text)]
+        for i, term in enumerate(tokens):
+            if term in self.weights and term not in found_at:
+                found_at[term] = i
+        if not found_at:
+            return -1.0
+        coverage = sum(self.weights[t] for t in found_at) / self.total
+        phrase = 1.0
+        if self.pairs:
+            present = {(a, b) for a, b in zip(tokens, tokens[1:]) if (a, b) in self.pairs}
+            phrase = len(present) / len(self.pairs)
+        focus = 1.0 / (1.0 + min(found_at.values()) / 5.0)
+        combined = 0.6 * coverage + 0.25 * phrase + 0.2 * focus
+        return max(-1.0, min(1.0, 2.0 * combined / 1.05 - 1.0))

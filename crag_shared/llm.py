@@ -1,0 +1,38 @@
+"""The tiny LLM protocol the core needs (prompt in, text out); each framework adapts its own LLM to it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class LLM(Protocol):
+    def complete(self, prompt: str) -> str: ...
+
+    async def acomplete(self, prompt: str) -> str: ...
+
+
+class FunctionLLM:
+    """Adapts plain functions to the `LLM` protocol (handy for tests and for custom clients).
+
+    Without `async_fn`, `acomplete` runs `fn` in a worker thread so the event loop is never blocked.
+    """
+
+    def __init__(self, fn: Callable[[str], str], async_fn: Callable[[str], Awaitable[str]] | None = None) -> None:
+        self._fn = fn
+        self._async_fn = async_fn
+
+    def complete(self, prompt: str) -> str:
+        return self._fn(prompt)
+
+    async def acomplete(self, prompt: str) -> str:
+        if self._async_fn is not None:
+            return await self._async_fn(prompt)
+        return await asyncio.to_thread(self._fn, prompt)
+
+
+def check_llm(llm: object) -> LLM:
+    if not isinstance(llm, LLM):
+        raise TypeError(f"llm must provide complete(prompt) and acomplete(prompt), got {type(llm).__name__}")
+    return llm

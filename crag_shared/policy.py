@@ -1,0 +1,63 @@
+"""The action trigger (paper section 4.3): two thresholds turn passage scores into one action."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .types import Action
+
+
+@dataclass(frozen=True)
+class ActionPolicy:
+    """Correct if any score ≥ upper; Incorrect if every score < lower (or there are none); else Ambiguous.
+
+    Thresholds are signed values in [-1, 1], used as given: unlike the official script, a lower threshold
+    of 0.9 means +0.9, not -0.9.
+    """
+
+    upper: float
+    lower: float
+
+    def __post_init__(self) -> None:
+        for name in ("upper", "lower"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+                raise ValueError(f"{name} threshold must be a number, got {value!r}")
+            if not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} threshold must lie in [-1, 1], got {value}")
+        if self.upper < self.lower:
+            raise ValueError(f"upper threshold ({self.upper}) must not be below lower threshold ({self.lower})")
+
+    @classmethod
+    def for_evaluator(cls, evaluator: Any) -> "ActionPolicy":
+        upper, lower = evaluator.thresholds
+        return cls(upper, lower)
+
+    def decide(self, scores: Sequence[float]) -> Action:
+        if any(s >= self.upper for s in scores):
+            return Action.CORRECT
+        if all(s < self.lower for s in scores):
+            return Action.INCORRECT
+        return Action.AMBIGUOUS
+
+    def to_dict(self) -> dict[str, float]:
+        return {"upper": self.upper, "lower": self.lower}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ActionPolicy":
+        missing = {"upper", "lower"} - set(data)
+        if missing:
+            raise ValueError(f"thresholds need 'upper' and 'lower'; missing {sorted(missing)}")
+        return cls(float(data["upper"]), float(data["lower"]))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ActionPolicy":
+        """Read thresholds JSON as written by `save` or by `crag calibrate`."""
+        return cls.from_dict(json.loads(Path(path).read_text()))

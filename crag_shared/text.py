@@ -1,0 +1,52 @@
+"""Small text utilities shared by the lexical evaluator, the keyword rewriter and the refiner."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
+
+# Function words and question words: they say nothing about which passage answers a question.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom whose why will
+    with would you your yours yourself yourselves also may might must shall many much one ones get got
+    name named called kind type
+    """.split()
+)
+
+
+def fold(word: str) -> str:
+    """Lower-case, strip accents and a possessive, and reduce a plural: a cheap, language-light stem."""
+    word = unicodedata.normalize("NFKD", word.casefold())
+    word = "".join(c for c in word if not unicodedata.combining(c))
+    word = re.sub(r"['’]s$", "", word).replace("’", "'")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """The raw word tokens of a text, in order."""
+    return WORD_RE.findall(text)
+
+
+def terms(text: str) -> list[str]:
+    """Folded tokens, stop words included, in order (positions matter for phrase matching)."""
+    return [fold(w) for w in words(text)]
+
+
+def content_terms(text: str) -> list[str]:
+    return [t for t in terms(text) if t not in STOPWORDS]
+
+
+def word_count(text: str) -> int:
+    return len(text.split())

@@ -1,0 +1,7 @@
+"""Web search for the Incorrect and Ambiguous actions: the protocol, providers and page handling."""
+
+from .base import WebSearch, WebSearchError, split_paragraphs, titled_paragraphs
+from .memory import InMemoryWebSearch, WebPage
+
+__all__ = ["WebSearch", "WebSearchError", "InMemoryWebSearch", "WebPage", "split_paragraphs",
+           "titled_paragraphs"]

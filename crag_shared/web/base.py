@@ -1,0 +1,39 @@
+"""The web-search protocol the corrector talks to, and helpers every provider shares."""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol, runtime_checkable
+
+from ..types import WebSearchResponse
+
+
+class WebSearchError(RuntimeError):
+    """A search that failed as a whole (bad key, rate limit, provider down); the corrector falls back."""
+
+
+@runtime_checkable
+class WebSearch(Protocol):
+    """Search the web for `query` and return at most `top_k` results, with page paragraphs when fetched."""
+
+    def search(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
+
+    async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
+
+
+def titled_paragraphs(title: str, paragraphs: Iterable[str], min_chars: int = 10) -> tuple[str, ...]:
+    """Paragraphs prefixed with the page title, as the paper's web knowledge (`"<title>: <paragraph>"`).
+
+    Paragraphs shorter than `min_chars` (the official code's 10) are dropped.
+    """
+    title = " ".join((title or "").split())
+    kept = []
+    for paragraph in paragraphs:
+        paragraph = " ".join(paragraph.split())
+        if len(paragraph) >= min_chars:
+            kept.append(f"{title}: {paragraph}" if title else paragraph)
+    return tuple(kept)
+
+
+def split_paragraphs(text: str) -> list[str]:
+    """Paragraphs of a plain text: blank-line separated blocks."""
+    return [block.strip() for block in text.replace("\r\n", "\n").split("\n\n") if block.strip()]

@@ -1,0 +1,45 @@
+"""An in-memory web: a handful of pages searched lexically. For tests and for offline examples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from ..evaluators.lexical import LexicalEvaluator
+from ..types import WebResult, WebSearchResponse
+from .base import split_paragraphs, titled_paragraphs
+
+
+@dataclass(frozen=True)
+class WebPage:
+    title: str
+    url: str
+    text: str
+    snippet: str = ""
+
+
+class InMemoryWebSearch:
+    """Serves `pages` for any query, ranked by lexical match of the query against title and text.
+
+    Pages with no query word at all are never returned, so an unrelated query gets zero results, the way
+    a real engine's empty answer would look to the corrector.
+    """
+
+    def __init__(self, pages: Iterable[WebPage | Mapping[str, str]]) -> None:
+        self.pages = [p if isinstance(p, WebPage) else WebPage(**p) for p in pages]
+        self._ranker = LexicalEvaluator()
+        self.queries: list[str] = []
+
+    def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        self.queries.append(query)
+        scores = self._ranker.score(query, [f"{p.title}\n{p.text}" for p in self.pages])
+        ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])[:top_k]
+        results = []
+        for position, i in enumerate(ranked, 1):
+            page = self.pages[i]
+            paragraphs = titled_paragraphs(page.title, split_paragraphs(page.text))
+            results.append(WebResult(page.title, page.url, page.snippet or page.text[:160], paragraphs, position))
+        return WebSearchResponse(results, [], query)
+
+    async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        return self.search(query, top_k)
