@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generator, Literal, Sequence
+from typing import Any, Literal
 
 from .evaluators.base import Evaluation, RetrievalEvaluator
 from .evaluators.lexical import LexicalEvaluator
@@ -63,6 +64,7 @@ class _State:
 
 
 Walk = Generator[Any, Any, CorrectionResult]
+_LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
 
 
 class Corrector:
@@ -91,7 +93,7 @@ class Corrector:
         web_refiner: StripRefiner | None = None,
         web_top_k: int = 5,
         on_web_failure: Literal["keep", "drop"] = "keep",
-        fallback_evaluator: RetrievalEvaluator | None = LexicalEvaluator(),
+        fallback_evaluator: RetrievalEvaluator | None = _LEXICAL,
         score_titles: bool = False,
     ) -> None:
         if on_web_failure not in ("keep", "drop"):

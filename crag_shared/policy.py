@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .types import Action
 
@@ -61,3 +63,72 @@ class ActionPolicy:
     def load(cls, path: str | Path) -> "ActionPolicy":
         """Read thresholds JSON as written by `save` or by `crag calibrate`."""
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The thresholds that maximise Eq. 2, the objective there, and the grid it was searched on."""
+
+    policy: ActionPolicy
+    objective: float
+    alpha: float
+    grid: list[float]
+    surface: list[list[float]]  # surface[i][j]: objective at upper=grid[i], lower=grid[j] (nan if lower > upper)
+    actions: dict[str, int]
+    accuracy: float
+
+
+def equation_2(best_scores: Sequence[float], positives: Sequence[bool], upper: float, lower: float,
+               alpha: float = 1.0) -> tuple[float, dict[str, int], float]:
+    """The paper's Eq. 2, S = (TP + TN) / n_total − α · FP / n_neg, for one threshold pair.
+
+    A query is positive when any of its passages is relevant; its action depends only on its best score.
+    - TP: Correct on a positive query; TN: Incorrect on a negative query;
+    - Ambiguous hands the generator both internal and web knowledge, so it counts half towards TP or TN
+      (without this, Ambiguous could never beat Incorrect and Eq. 2 would always pick upper == lower);
+    - FP: Correct on a negative query, the costly error (bad retrieval trusted, the web never asked);
+    - n_neg: the number of negative queries, i.e. those that should be judged Incorrect.
+    Returns (S, action counts, accuracy) where accuracy counts only TP and TN.
+    """
+    return _Counter(best_scores, positives).objective(upper, lower, alpha)
+
+
+class _Counter:
+    """Counts actions per label for any threshold pair in O(log n), from sorted best scores."""
+
+    def __init__(self, best_scores: Sequence[float], positives: Sequence[bool]) -> None:
+        self.pos = sorted(s for s, p in zip(best_scores, positives) if p)
+        self.neg = sorted(s for s, p in zip(best_scores, positives) if not p)
+
+    def objective(self, upper: float, lower: float, alpha: float) -> tuple[float, dict[str, int], float]:
+        ActionPolicy(upper, lower)  # validates the pair
+        n_pos, n_neg = len(self.pos), len(self.neg)
+        tp = n_pos - bisect.bisect_left(self.pos, upper)  # positives with best ≥ upper
+        fp = n_neg - bisect.bisect_left(self.neg, upper)
+        tn = bisect.bisect_left(self.neg, lower)  # negatives with best < lower
+        fn = bisect.bisect_left(self.pos, lower)
+        total = n_pos + n_neg
+        ambiguous = total - tp - fp - tn - fn
+        objective = (tp + tn + 0.5 * ambiguous) / total - alpha * (fp / n_neg if n_neg else 0.0)
+        counts = {Action.CORRECT.value: tp + fp, Action.INCORRECT.value: tn + fn, Action.AMBIGUOUS.value: ambiguous}
+        return objective, counts, (tp + tn) / total
+
+
+def calibrate(query_scores: Sequence[Sequence[float]], query_labels: Sequence[Sequence[bool]], *,
+              alpha: float = 1.0, steps: int = 201) -> Calibration:
+    """Fit (upper, lower) by grid search over [-1, 1] maximising `equation_2` (paper, Appendix B)."""
+    if len(query_scores) != len(query_labels) or not query_scores:
+        raise ValueError("need the same, non-zero number of score lists and label lists")
+    counter = _Counter([max(s, default=-1.0) for s in query_scores], [any(labels) for labels in query_labels])
+    grid = [round(-1 + 2 * i / (steps - 1), 6) for i in range(steps)]
+    surface = [[math.nan] * steps for _ in grid]
+    top: tuple[float, float, float] | None = None
+    for i, upper in enumerate(grid):
+        for j, lower in enumerate(grid[: i + 1]):
+            value = surface[i][j] = counter.objective(upper, lower, alpha)[0]
+            if top is None or value > top[0] + 1e-12:
+                top = (value, upper, lower)
+    assert top is not None
+    objective, upper, lower = top
+    _, counts, accuracy = counter.objective(upper, lower, alpha)
+    return Calibration(ActionPolicy(upper, lower), objective, alpha, grid, surface, counts, accuracy)

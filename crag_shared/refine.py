@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal
 
 from .text import word_count
 from .types import Origin, Passage, Strip
@@ -97,7 +98,8 @@ class StripRefiner:
         size = self.window_words
         groups = [tokens[i:i + size] for i in range(0, len(tokens), size)]
         if len(groups) > 1 and len(groups[-1]) < size / 2:
-            groups[-2] = groups[-2] + groups.pop()
+            tail = groups.pop()
+            groups[-1] = groups[-1] + tail
         return [(g[0][0], g[-1][1]) for g in groups]
 
     def _sentence_spans(self, text: str) -> list[tuple[int, int]]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any
 
 
 class Action(str, Enum):

@@ -8,8 +8,15 @@ from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .t5 import T5Evaluator
 
-__all__ = ["Evaluation", "RetrievalEvaluator", "LexicalEvaluator", "T5Evaluator", "CrossEncoderEvaluator",
-           "LLMEvaluator", "evaluator_from_spec"]
+__all__ = [
+    "CrossEncoderEvaluator",
+    "Evaluation",
+    "LLMEvaluator",
+    "LexicalEvaluator",
+    "RetrievalEvaluator",
+    "T5Evaluator",
+    "evaluator_from_spec",
+]
 
 
 def evaluator_from_spec(spec: str, **kwargs) -> RetrievalEvaluator:

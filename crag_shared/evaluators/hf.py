@@ -7,7 +7,9 @@ under `torch.inference_mode`, instead of one 512-token-padded pair per forward p
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+import warnings
+from collections.abc import Sequence
+from typing import Any
 
 from .base import Evaluation, RetrievalEvaluator
 
@@ -119,7 +121,9 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         if self.quantize:
             if self.device != "cpu":
                 raise ValueError("quantize=True is int8 dynamic quantization for CPU; use device='cpu'")
-            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+            with warnings.catch_warnings():  # torch marks eager quantization deprecated; it still works
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         self._tokenizer = tokenizer
         self._model = model.to(self.device)
 

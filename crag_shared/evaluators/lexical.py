@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..text import STOPWORDS, fold, words
 from .base import Evaluation, RetrievalEvaluator
@@ -27,7 +28,7 @@ class LexicalEvaluator(RetrievalEvaluator):
     those matter.
     """
 
-    default_thresholds = (0.3, -0.6)
+    default_thresholds = (0.2, -0.5)
 
     def __init__(self, thresholds: tuple[float, float] | None = None) -> None:
         self._thresholds = tuple(thresholds) if thresholds is not None else None
@@ -62,7 +63,7 @@ class _Question:
                 weight *= 1.3
             self.weights[term] = max(weight, self.weights.get(term, 0.0))
             content.append(term)
-        self.pairs = {(a, b) for a, b in zip(content, content[1:]) if a and b}
+        self.pairs = {(a, b) for a, b in itertools.pairwise(content) if a and b}
         self.total = sum(self.weights.values())
 
     def score(self, text: str) -> float:
@@ -78,7 +79,7 @@ class _Question:
         coverage = sum(self.weights[t] for t in found_at) / self.total
         phrase = 1.0
         if self.pairs:
-            present = {(a, b) for a, b in zip(tokens, tokens[1:]) if (a, b) in self.pairs}
+            present = {(a, b) for a, b in itertools.pairwise(tokens) if (a, b) in self.pairs}
             phrase = len(present) / len(self.pairs)
         focus = 1.0 / (1.0 + min(found_at.values()) / 5.0)
         combined = 0.6 * coverage + 0.25 * phrase + 0.2 * focus

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from ..llm import LLM, check_llm
 from .base import Evaluation, RetrievalEvaluator
@@ -90,7 +91,7 @@ class LLMEvaluator(RetrievalEvaluator):
         else:
             verdicts = parse_numbered(replies[0], count)
         notes = [f"no verdict for document {i} in the LLM reply; scored neutral {NEUTRAL}"
-                 for i, v in enumerate(verdicts) if v is None]
+                 for i, v in enumerate(verdicts, 1) if v is None]
         return Evaluation([NEUTRAL if v is None else v for v in verdicts], notes)
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:

@@ -3,5 +3,11 @@
 from .base import WebSearch, WebSearchError, split_paragraphs, titled_paragraphs
 from .memory import InMemoryWebSearch, WebPage
 
-__all__ = ["WebSearch", "WebSearchError", "InMemoryWebSearch", "WebPage", "split_paragraphs",
-           "titled_paragraphs"]
+__all__ = [
+           "InMemoryWebSearch",
+           "WebPage",
+           "WebSearch",
+           "WebSearchError",
+           "split_paragraphs",
+           "titled_paragraphs",
+]

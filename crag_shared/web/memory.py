@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from ..evaluators.lexical import LexicalEvaluator
 from ..types import WebResult, WebSearchResponse

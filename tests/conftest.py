@@ -1,0 +1,70 @@
+"""Shared fixtures: tiny real models built offline, a scripted LLM, and quiet frameworks."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+
+VOCAB_TEXTS = [
+    "what is the capital of france paris is the capital and largest city of france",
+    "the eiffel tower stands in paris it was built in 1889 by gustave eiffel",
+    "henry feilden was an english conservative party politician who sat for blackburn",
+    "what is henry feilden occupation politician engineer architect poet",
+    "marie curie was a physicist and chemist who won the nobel prize twice",
+]
+
+
+class ScriptedLLM:
+    """A deterministic LLM for the core protocol: replies from a list or a function, records prompts."""
+
+    def __init__(self, replies=None, fn=None, fail: Exception | None = None):
+        self.replies = list(replies or [])
+        self.fn = fn
+        self.fail = fail
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if self.fail:
+            raise self.fail
+        if self.fn:
+            return self.fn(prompt)
+        return self.replies.pop(0)
+
+    async def acomplete(self, prompt: str) -> str:
+        return self.complete(prompt)
+
+
+@pytest.fixture
+def scripted_llm():
+    return ScriptedLLM
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> Path:
+    from crag_shared.testing import build_t5_evaluator
+
+    return build_t5_evaluator(tmp_path_factory.mktemp("t5"), VOCAB_TEXTS)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    from crag_shared.testing import build_bert_evaluator
+
+    return build_bert_evaluator(tmp_path_factory.mktemp("bert"), VOCAB_TEXTS)
+
+
+@pytest.fixture
+def bench_dir() -> Path:
+    if not BENCH.is_dir():
+        pytest.skip("../shared/bench is not beside this checkout")
+    return BENCH

@@ -1,0 +1,280 @@
+import asyncio
+
+import pytest
+
+from crag_shared import (
+    Action,
+    ActionPolicy,
+    Corrector,
+    InMemoryWebSearch,
+    LexicalEvaluator,
+    LLMEvaluator,
+    Origin,
+    Passage,
+    QueryRewriter,
+    StripRefiner,
+    WebSearchError,
+)
+from crag_shared.types import WebSearchResponse
+
+QUERY = "What is Henry Feilden's occupation?"
+ABOUT = ("Henry Master Feilden (21 February 1818 – 5 September 1875) was an English Conservative Party "
+         "politician. He sat for Blackburn from 1869.")
+NAMESAKE = "Bob Feilden was a British mechanical engineer."
+OFF = "The Eiffel Tower stands in Paris."
+PAGES = [{"title": "Henry Feilden (Conservative politician)",
+          "url": "https://en.wikipedia.org/wiki/Henry_Feilden_(Conservative_politician)",
+          "text": "Henry Master Feilden was an English Conservative Party politician.\n\n"
+                  "Henry Feilden was elected for Blackburn at the by-election of 1869."}]
+
+
+class Judge:
+    """An LLM judge whose verdict per document is chosen by the test."""
+
+    def __init__(self, verdicts):
+        self.verdicts = verdicts
+
+    def complete(self, prompt):
+        docs = [line for line in prompt.splitlines() if line.startswith("Document ")]
+        if not docs:  # strips are judged one by one in per-document mode
+            return "yes"
+        texts = [d.split(": ", 1)[1] for d in docs]  # pages about the politician are relevant by default
+        return "\n".join(f"{i}: {self.verdicts.get(t, 'yes' if 'Conservative' in t else 'no')}"
+                         for i, t in enumerate(texts, 1))
+
+    async def acomplete(self, prompt):
+        return self.complete(prompt)
+
+
+class CountingEvaluator(LexicalEvaluator):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def evaluate(self, query, texts):
+        self.seen.extend(texts)
+        return super().evaluate(query, texts)
+
+
+def run(corrector, query, passages, mode):
+    if mode == "sync":
+        return corrector.correct(query, passages)
+    return asyncio.run(corrector.acorrect(query, passages))
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request):
+    return request.param
+
+
+def test_correct_refines_internal_passages_with_provenance(mode):
+    passages = [Passage(ABOUT, id="n1", title="Henry Feilden", url="https://wiki/hf"), Passage(OFF, id="n2")]
+    web = InMemoryWebSearch(PAGES)
+    result = run(Corrector(web_search=web), QUERY, passages, mode)
+    assert result.action is Action.CORRECT
+    assert web.queries == []  # Correct never touches the web
+    assert result.knowledge and all(s.origin is Origin.INTERNAL for s in result.knowledge)
+    strip = result.knowledge[0]
+    assert (strip.source_id, strip.title, strip.url, strip.position) == ("n1", "Henry Feilden", "https://wiki/hf", 0)
+    assert ABOUT[strip.start:strip.end] == strip.text
+    assert result.scores[0] >= result.thresholds[0] > result.scores[1]
+    assert "Eiffel" not in result.knowledge_text
+
+
+def test_incorrect_searches_the_web_and_drops_internal(mode):
+    web = InMemoryWebSearch(PAGES)
+    result = run(Corrector(web_search=web), QUERY, [OFF, "Bananas are yellow."], mode)
+    assert result.action is Action.INCORRECT
+    assert web.queries == ["Henry Feilden, occupation"] and result.rewritten_query == "Henry Feilden, occupation"
+    assert result.knowledge and all(s.origin is Origin.WEB for s in result.knowledge)
+    assert result.knowledge[0].text.startswith("Henry Feilden (Conservative politician): Henry Master Feilden")
+    assert result.knowledge[0].url == PAGES[0]["url"]
+    assert [r.url for r in result.web_results] == [PAGES[0]["url"]]
+    assert result.fallbacks == []
+    assert result.trace.find("drop_passages")[0]["below_lower"][0]["index"] == 0
+
+
+def test_ambiguous_combines_internal_then_web(mode):
+    web = InMemoryWebSearch(PAGES)
+    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})), web_search=web,
+                          refiner=StripRefiner("selection"))
+    result = run(corrector, QUERY, [NAMESAKE, OFF], mode)
+    assert result.action is Action.AMBIGUOUS
+    origins = [s.origin for s in result.knowledge]
+    assert Origin.INTERNAL in origins and Origin.WEB in origins
+    assert origins == sorted(origins, key=lambda o: o is Origin.WEB)  # internal first, then external
+    assert [s.text for s in result.internal] == [NAMESAKE]  # the passage below the lower threshold is gone
+    assert any(step["note"].startswith("no verdict for document 1") for step in result.trace.find("evaluator_note"))
+
+
+def test_trace_records_every_step(mode):
+    web = InMemoryWebSearch(PAGES)
+    result = run(Corrector(web_search=web), QUERY, [NAMESAKE, ""], mode)
+    steps = [s["step"] for s in result.trace.steps]
+    for expected in ("skip_passage", "input", "evaluate", "decide", "rewrite", "web_search", "refine_web", "result"):
+        assert expected in steps
+    decide = result.trace.find("decide")[0]
+    assert (decide["upper"], decide["lower"]) == result.thresholds == LexicalEvaluator.default_thresholds
+    assert result.trace.find("evaluate")[0]["scores"] == result.scores
+    assert result.trace.find("evaluate")[0]["ms"] >= 0
+    assert result.trace.find("refine_web")[0]["strip_scores"]
+    assert result.summary()["web_urls"] == [PAGES[0]["url"]]
+
+
+def test_each_distinct_text_is_scored_once_per_query():
+    ev = CountingEvaluator()
+    passages = [ABOUT, ABOUT, "Henry Feilden sat for Blackburn."]
+    result = Corrector(evaluator=ev, refiner=StripRefiner("selection")).correct(QUERY, passages)
+    assert result.action is Action.CORRECT
+    assert sorted(ev.seen) == sorted({ABOUT, "Henry Feilden sat for Blackburn."})  # strips came from the cache
+    assert len(result.knowledge) == 2  # the duplicate passage yields one strip
+
+
+class FailingWeb:
+    def __init__(self, error=None, response=None):
+        self.error, self.response = error, response
+
+    def search(self, query, top_k=5):
+        if self.error:
+            raise self.error
+        return self.response
+
+    async def asearch(self, query, top_k=5):
+        return self.search(query, top_k)
+
+
+@pytest.mark.parametrize("web,reason", [
+    (None, "no web search configured"),
+    (FailingWeb(WebSearchError("429 Too Many Requests")), "web search failed: WebSearchError: 429"),
+    (FailingWeb(response=WebSearchResponse([])), "web search returned no results"),
+])
+def test_incorrect_without_web_keeps_internal_flagged(web, reason, mode):
+    result = run(Corrector(web_search=web), QUERY, [OFF, NAMESAKE.replace("Feilden", "Smith")], mode)
+    assert result.action is Action.INCORRECT
+    assert [s.origin for s in result.knowledge] == [Origin.INTERNAL, Origin.INTERNAL]  # nothing lost
+    assert result.fallbacks[-1].step == "web_search" and result.fallbacks[-1].reason.startswith(reason)
+    assert "kept the internal passages" in result.fallbacks[-1].applied
+
+
+def test_incorrect_without_web_can_drop_but_lists_passages(mode):
+    corrector = Corrector(web_search=FailingWeb(ConnectionError("offline")), on_web_failure="drop")
+    result = run(corrector, QUERY, [OFF], mode)
+    assert result.knowledge == []
+    assert "dropped" in result.fallbacks[-1].applied
+    assert result.trace.find("drop_passages")[0]["below_lower"] == [{"index": 0, "id": "0", "score": -1.0}]
+
+
+def test_ambiguous_keeps_internal_knowledge_when_web_fails(mode):
+    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})),
+                          web_search=FailingWeb(TimeoutError("search timed out")))
+    result = run(corrector, QUERY, [NAMESAKE], mode)
+    assert result.action is Action.AMBIGUOUS and [s.text for s in result.knowledge] == [NAMESAKE]
+    assert result.fallbacks[-1].applied == "kept the internal knowledge only"
+    assert "TimeoutError: search timed out" in result.fallbacks[-1].reason
+
+
+def test_failing_evaluator_falls_back_to_lexical(scripted_llm, mode):
+    corrector = Corrector(evaluator=LLMEvaluator(scripted_llm(fail=ConnectionError("judge down"))))
+    result = run(corrector, QUERY, [ABOUT], mode)
+    assert result.action is Action.CORRECT
+    assert result.thresholds == LexicalEvaluator.default_thresholds
+    assert result.fallbacks[0].step == "evaluate" and "judge down" in result.fallbacks[0].reason
+
+
+def test_failing_evaluator_without_fallback_raises(scripted_llm):
+    corrector = Corrector(evaluator=LLMEvaluator(scripted_llm(fail=ConnectionError("judge down"))),
+                          fallback_evaluator=None)
+    with pytest.raises(ConnectionError, match="judge down"):
+        corrector.correct(QUERY, [ABOUT])
+
+
+def test_llm_rewriter_failure_is_traced(scripted_llm, mode):
+    web = InMemoryWebSearch(PAGES)
+    corrector = Corrector(web_search=web, rewriter=QueryRewriter(scripted_llm(fail=RuntimeError("quota"))))
+    result = run(corrector, QUERY, [OFF], mode)
+    assert result.rewritten_query == "Henry Feilden, occupation"
+    assert result.fallbacks[0].step == "rewrite" and "quota" in result.fallbacks[0].reason
+
+
+def test_snippets_are_used_when_no_page_has_text(mode):
+    from crag_shared.types import WebResult
+
+    response = WebSearchResponse([WebResult("Henry Feilden", "https://x/hf", "Henry Feilden, English politician")])
+    result = run(Corrector(web_search=FailingWeb(response=response)), QUERY, [OFF], mode)
+    assert [s.text for s in result.knowledge] == ["Henry Feilden, English politician"]
+    assert result.fallbacks[0].step == "web_pages" and result.fallbacks[0].applied == "used the search snippets"
+
+
+async def test_ambiguous_refines_internal_while_searching():
+    web_started = asyncio.Event()
+
+    class SlowWeb(InMemoryWebSearch):
+        async def asearch(self, query, top_k=5):
+            web_started.set()
+            await asyncio.sleep(0.05)
+            return self.search(query, top_k)
+
+    class WaitingJudge(LLMEvaluator):
+        async def aevaluate(self, query, texts):
+            if texts == [NAMESAKE]:
+                return await super().aevaluate(query, texts)  # the first pass: passages
+            await asyncio.wait_for(web_started.wait(), timeout=5)  # strips: only finishes if web runs alongside
+            return await super().aevaluate(query, texts)
+
+    corrector = Corrector(evaluator=WaitingJudge(Judge({NAMESAKE: "unsure"})), web_search=SlowWeb(PAGES),
+                          refiner=StripRefiner("fixed_num", window_words=3))
+    result = await corrector.acorrect(QUERY, [NAMESAKE])
+    assert result.action is Action.AMBIGUOUS and result.external
+
+
+async def test_sync_correct_works_inside_a_running_event_loop():
+    result = Corrector(web_search=InMemoryWebSearch(PAGES)).correct(QUERY, [OFF])
+    assert result.action is Action.INCORRECT and result.external
+
+
+# -- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("query", ["", "   \n\t"])
+def test_empty_query_is_a_value_error(query):
+    with pytest.raises(ValueError, match="query must be a non-empty string"):
+        Corrector().correct(query, [ABOUT])
+
+
+def test_non_string_query_and_passages_are_type_errors():
+    with pytest.raises(TypeError, match="query must be a string"):
+        Corrector().correct(None, [ABOUT])
+    with pytest.raises(TypeError, match="passages must be a list"):
+        Corrector().correct(QUERY, None)
+    with pytest.raises(TypeError, match=r"passages\[1\] is int"):
+        Corrector().correct(QUERY, [ABOUT, 3])
+
+
+def test_empty_passage_list_takes_the_incorrect_path(mode):
+    result = run(Corrector(web_search=InMemoryWebSearch(PAGES)), QUERY, [], mode)
+    assert result.action is Action.INCORRECT and result.scores == [] and result.external
+
+
+def test_empty_passages_are_skipped_and_traced():
+    result = Corrector().correct(QUERY, [None, "  ", ABOUT, Passage(None, id="x")])
+    assert result.scores[:2] == [-1.0, -1.0] and result.scores[3] == -1.0 and result.scores[2] > 0
+    skipped = result.trace.find("skip_passage")
+    assert [s["index"] for s in skipped] == [0, 1, 3] and skipped[2]["id"] == "x"
+    assert result.action is Action.CORRECT
+
+
+def test_huge_html_and_non_latin_passages(mode):
+    huge = ("Henry Feilden was a politician. " * 40_000)[:1_200_000]
+    passages = [huge, "<html><body><p>Henry <b>Feilden</b> was a <i>politician</i></p></body></html>",
+                "亨利·费尔登 (Henry Feilden) 是英国保守党政治家。🎩🇬🇧", "🙂" * 1000]
+    result = run(Corrector(), QUERY, passages, mode)
+    assert len(result.scores) == 4 and result.knowledge
+    assert result.trace.find("truncate_passage")[0]["index"] == 0
+    assert sum(len(s.text) for s in result.knowledge) < 20_000  # refined, not the whole megabyte
+
+
+def test_bad_corrector_config():
+    with pytest.raises(ValueError, match="on_web_failure"):
+        Corrector(on_web_failure="ignore")
+    with pytest.raises(TypeError, match="web_search must provide"):
+        Corrector(web_search=object())
+    with pytest.raises(ValueError, match="lie in"):
+        Corrector(policy=ActionPolicy(2.0, 0.0))

@@ -1,0 +1,215 @@
+import asyncio
+import math
+
+import pytest
+
+from crag_shared import (
+    CrossEncoderEvaluator,
+    LexicalEvaluator,
+    LLMEvaluator,
+    T5Evaluator,
+    evaluator_from_spec,
+)
+from crag_shared.evaluators.llm import NEUTRAL, parse_numbered, parse_verdict
+
+QUERY = "What is Henry Feilden's occupation?"
+GOOD = "Henry Feilden was an English Conservative Party politician."
+NAMESAKE = "Bob Feilden was a British mechanical engineer."
+OFF = "The Eiffel Tower stands in Paris."
+
+
+# -- lexical --------------------------------------------------------------------------------------
+def test_lexical_orders_by_coverage_and_phrase():
+    good, namesake, off = LexicalEvaluator().score(QUERY, [GOOD, NAMESAKE, OFF])
+    assert good > namesake > off == -1.0
+    assert all(-1.0 <= s <= 1.0 for s in (good, namesake, off))
+
+
+def test_lexical_score_does_not_depend_on_the_batch():
+    ev = LexicalEvaluator()
+    alone = ev.score(QUERY, [GOOD])[0]
+    assert ev.score(QUERY, [OFF, GOOD, NAMESAKE] * 5)[1] == alone
+
+
+def test_lexical_handles_odd_text():
+    ev = LexicalEvaluator()
+    texts = ["<div><p>Henry <b>Feilden</b></p></div>", "亨利·费尔登是一位政治家 🎩", "", "x" * 1_000_000, "🙂🙂"]
+    scores = ev.score(QUERY, texts)
+    assert len(scores) == 5 and all(-1 <= s <= 1 for s in scores)
+    assert scores[0] > -1.0  # words inside HTML still count
+    assert ev.score("???", [GOOD]) == [-1.0]  # a query with no content words matches nothing
+
+
+def test_score_rejects_a_bare_string():
+    with pytest.raises(TypeError, match="sequence of strings"):
+        LexicalEvaluator().score(QUERY, GOOD)
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        LexicalEvaluator().score(QUERY, [GOOD, None])
+
+
+async def test_async_scoring_matches_sync():
+    ev = LexicalEvaluator()
+    assert await ev.ascore(QUERY, [GOOD, OFF]) == ev.score(QUERY, [GOOD, OFF])
+
+
+# -- LLM judge ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reply,expected", [
+    ("Yes.", 1.0), ("NO", -1.0), ("yes — because the document names him", 1.0), ("**No**, it does not", -1.0),
+    ("  \"Yes\"", 1.0), ("The answer is no.", -1.0), ("I cannot tell", None), ("Maybe yes, maybe no", None),
+    ("yes, although it gives no date", 1.0), ("", None),
+    ("Nope", None), ("Yesterday", None),
+])
+def test_parse_verdict(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+def test_parse_numbered_reads_each_line_and_leaves_gaps():
+    reply = "1: yes\nDocument 2 - NO\n3) Yes, it names the city\n5: maybe"
+    assert parse_numbered(reply, 5) == [1.0, -1.0, 1.0, None, None]
+    assert parse_numbered("Yes.", 1) == [1.0]
+
+
+def test_llm_judge_batched_is_one_call_with_the_paper_question(scripted_llm):
+    llm = scripted_llm(["1: yes\n2: no\n3: unsure"])
+    judge = LLMEvaluator(llm)
+    result = judge.evaluate(QUERY, [GOOD, NAMESAKE, OFF])
+    assert len(llm.prompts) == 1
+    assert "does each of the following documents have exact information to answer the question" in llm.prompts[0]
+    assert "Document 3: The Eiffel Tower" in llm.prompts[0]
+    assert result.scores == [1.0, -1.0, NEUTRAL]
+    assert result.notes == ["no verdict for document 3 in the LLM reply; scored neutral 0.0"]
+
+
+def test_llm_judge_per_document_uses_table_6_prompt(scripted_llm):
+    llm = scripted_llm(["Yes.", "no", "I am not sure"])
+    judge = LLMEvaluator(llm, mode="per_document")
+    assert judge.score(QUERY, [GOOD, NAMESAKE, OFF]) == [1.0, -1.0, NEUTRAL]
+    assert len(llm.prompts) == 3
+    assert llm.prompts[0].startswith("Given a question, does the following document have exact information to "
+                                     "answer the question? Answer yes or no only.\nQuestion: What is Henry")
+
+
+async def test_llm_judge_async_per_document_runs_concurrently(scripted_llm):
+    running, peak = 0, 0
+
+    class SlowLLM:
+        def complete(self, prompt):
+            raise AssertionError("sync path used")
+
+        async def acomplete(self, prompt):
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.02)
+            running -= 1
+            return "yes"
+
+    scores = await LLMEvaluator(SlowLLM(), mode="per_document").ascore(QUERY, [GOOD] * 4)
+    assert scores == [1.0] * 4 and peak == 4
+
+
+def test_llm_judge_rejects_non_llm():
+    with pytest.raises(TypeError, match="complete"):
+        LLMEvaluator(object())
+
+
+# -- Hugging Face backends through real loading code ------------------------------------------------
+@pytest.mark.slow
+def test_t5_evaluator_scores_raw_logit_of_query_sep_passage(tiny_t5):
+    import torch
+    from transformers import AutoTokenizer, T5ForSequenceClassification
+
+    ev = T5Evaluator(str(tiny_t5), local_files_only=True)
+    scores = ev.score("capital of france", ["paris is the capital of france", "the eiffel tower"])
+    tok = AutoTokenizer.from_pretrained(tiny_t5)
+    model = T5ForSequenceClassification.from_pretrained(tiny_t5).eval()
+    with torch.no_grad():
+        logit = model(**tok(["capital of france [SEP] the eiffel tower"], return_tensors="pt")).logits[0, 0]
+    assert scores[1] == pytest.approx(max(-1.0, min(1.0, float(logit))), abs=1e-5)
+    assert ev.thresholds == (0.59, -0.99) and ev.spec == f"t5:{tiny_t5}"
+
+
+@pytest.mark.slow
+def test_t5_scores_are_clipped_to_unit_range(tiny_t5):
+    import torch
+
+    ev = T5Evaluator(str(tiny_t5))
+    with torch.no_grad():
+        ev.model.classification_head.out_proj.bias.fill_(40.0)
+    assert ev.score("q", ["paris", "tower"]) == [1.0, 1.0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["t5", "bert"])
+def test_batching_sorting_and_padding_do_not_change_scores(kind, tiny_t5, tiny_bert):
+    ev = T5Evaluator(str(tiny_t5), batch_size=2) if kind == "t5" else CrossEncoderEvaluator(str(tiny_bert),
+                                                                                              batch_size=2)
+    texts = ["paris", "the eiffel tower stands in paris it was built in 1889", "henry feilden politician",
+             "marie curie won the nobel prize twice and was a physicist and chemist", "capital"]
+    together = ev.score("capital of france", texts)
+    alone = [ev.score("capital of france", [t])[0] for t in texts]
+    assert together == pytest.approx(alone, abs=1e-4)
+    assert len(set(round(s, 6) for s in together)) > 1  # the scores are not all the same value
+
+
+@pytest.mark.slow
+def test_long_and_odd_texts_are_truncated_not_fatal(tiny_t5, tiny_bert):
+    for ev in (T5Evaluator(str(tiny_t5), max_length=64), CrossEncoderEvaluator(str(tiny_bert), max_length=64)):
+        scores = ev.score("capital " * 200, ["paris " * 300_000, "<p>x</p> 🙂 巴黎", ""])
+        assert len(scores) == 3 and all(-1 <= s <= 1 for s in scores)
+
+
+@pytest.mark.slow
+def test_cross_encoder_maps_logits_as_documented(tiny_bert):
+    import torch
+
+    ev = CrossEncoderEvaluator(str(tiny_bert))
+    assert ev.score_map == "sigmoid"
+    with torch.no_grad():
+        ev.model.classifier.weight.zero_()
+        ev.model.classifier.bias.fill_(1.5)
+    assert ev.score("q", ["paris"])[0] == pytest.approx(math.tanh(0.75), abs=1e-6)  # 2σ(z) − 1
+    clip = CrossEncoderEvaluator(str(tiny_bert), score_map="clip")
+    with torch.no_grad():
+        clip.model.classifier.weight.zero_()
+        clip.model.classifier.bias.fill_(1.5)
+    assert clip.score("q", ["paris"]) == [1.0]
+    with pytest.raises(ValueError, match="score_map"):
+        CrossEncoderEvaluator(str(tiny_bert), score_map="relu")
+
+
+@pytest.mark.slow
+def test_two_label_classifier_uses_softmax(tmp_path):
+    from crag_shared.testing import build_bert_evaluator
+
+    path = build_bert_evaluator(tmp_path / "two", ["a b c"], num_labels=2)
+    ev = CrossEncoderEvaluator(str(path))
+    assert ev.score_map == "softmax"
+    assert -1 <= ev.score("a", ["b"])[0] <= 1
+
+
+@pytest.mark.slow
+def test_quantized_scores_stay_close_to_float(tiny_bert):
+    texts = ["paris is the capital of france", "the eiffel tower", "henry feilden politician"]
+    float_scores = CrossEncoderEvaluator(str(tiny_bert)).score("capital of france", texts)
+    int8_scores = CrossEncoderEvaluator(str(tiny_bert), quantize=True).score("capital of france", texts)
+    assert int8_scores == pytest.approx(float_scores, abs=0.05)
+
+
+async def test_hf_async_scoring_matches_sync(tiny_bert):
+    ev = CrossEncoderEvaluator(str(tiny_bert))
+    assert await ev.ascore("q", ["paris", "tower"]) == ev.score("q", ["paris", "tower"])
+
+
+def test_missing_checkpoint_fails_with_the_path(tmp_path):
+    with pytest.raises(OSError, match="nothing-here"):
+        T5Evaluator(str(tmp_path / "nothing-here"), local_files_only=True).warm_up()
+
+
+def test_evaluator_specs_round_trip(tiny_bert):
+    assert isinstance(evaluator_from_spec("lexical"), LexicalEvaluator)
+    ce = evaluator_from_spec(f"cross-encoder:{tiny_bert}")
+    assert isinstance(ce, CrossEncoderEvaluator) and evaluator_from_spec(ce.spec).model_name == ce.model_name
+    assert isinstance(evaluator_from_spec("t5:some/dir"), T5Evaluator)
+    with pytest.raises(ValueError, match="unknown evaluator spec"):
+        evaluator_from_spec("bm25")
