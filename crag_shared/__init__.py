@@ -19,7 +19,7 @@ from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter
 from .types import Action, CorrectionResult, Origin, Passage, Strip, Trace, WebResult, WebSearchResponse
-from .web import InMemoryWebSearch, WebPage, WebSearch, WebSearchError
+from .web import InMemoryWebSearch, ReplayWebSearch, WebPage, WebSearch, WebSearchError
 
 __version__ = "0.1.0"
 
@@ -38,6 +38,7 @@ __all__ = [
     "Origin",
     "Passage",
     "QueryRewriter",
+    "ReplayWebSearch",
     "RetrievalEvaluator",
     "Strip",
     "StripRefiner",

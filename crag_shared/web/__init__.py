@@ -2,9 +2,11 @@
 
 from .base import WebSearch, WebSearchError, split_paragraphs, titled_paragraphs
 from .memory import InMemoryWebSearch, WebPage
+from .replay import ReplayWebSearch
 
 __all__ = [
            "InMemoryWebSearch",
+    "ReplayWebSearch",
            "WebPage",
            "WebSearch",
            "WebSearchError",

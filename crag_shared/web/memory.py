@@ -33,9 +33,17 @@ class InMemoryWebSearch:
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
         self.queries.append(query)
         scores = self._ranker.score(query, [f"{p.title}\n{p.text}" for p in self.pages])
-        ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])[:top_k]
+        ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])
+        return self._respond(query, ranked[:top_k])
+
+    def ordered(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """The first `top_k` pages in their given order, as a recorded search returned them."""
+        self.queries.append(query)
+        return self._respond(query, list(range(min(top_k, len(self.pages)))))
+
+    def _respond(self, query: str, indices: list[int]) -> WebSearchResponse:
         results = []
-        for position, i in enumerate(ranked, 1):
+        for position, i in enumerate(indices, 1):
             page = self.pages[i]
             paragraphs = titled_paragraphs(page.title, split_paragraphs(page.text))
             results.append(WebResult(page.title, page.url, page.snippet or page.text[:160], paragraphs, position))

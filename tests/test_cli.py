@@ -1,0 +1,22 @@
+import subprocess
+import sys
+
+from crag_shared.cli import main
+from crag_shared.demo import QUESTIONS, build_corrector, corpus, retrieve
+
+
+def test_demo_shows_all_three_actions(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    for action in ("action: CORRECT", "action: AMBIGUOUS", "action: INCORRECT"):
+        assert action in out
+    assert "https://en.wikipedia.org/wiki/Ulaanbaatar" in out  # web knowledge carries its source
+
+
+def test_demo_uses_replayed_web_search_and_runs_as_module():
+    corrector = build_corrector()
+    result = corrector.correct(QUESTIONS[2], retrieve(QUESTIONS[2], corpus()))
+    assert type(corrector.web_search).__name__ == "ReplayWebSearch"
+    assert any("Ulaanbaatar" in s.text for s in result.external)
+    run = subprocess.run([sys.executable, "-m", "crag_shared", "demo"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
