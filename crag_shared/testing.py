@@ -1,15 +1,23 @@
-"""Build small real evaluator checkpoints offline: for tests, examples and speed benchmarks.
+"""Offline test doubles that are real things: small evaluator checkpoints and a loopback web.
 
 Nothing is downloaded: a word-level tokenizer is trained on the texts you pass, a randomly initialised
 model is created from a hand-written config, and both are written with `save_pretrained`, so they load
-through the same code path as a real checkpoint.
+through the same code path as a real checkpoint. `FakeWeb` is a real HTTP server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from html import escape as html_escape
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from .evaluators.hf import require_torch
 
@@ -82,3 +90,151 @@ def build_bert_evaluator(path: str | Path, texts: Iterable[str], *, hidden: int 
         pad_token_id=tokenizer.pad_token_id)
     transformers.BertForSequenceClassification(config).save_pretrained(str(path))
     return path
+
+
+# -- a loopback web: SerpAPI-shaped search plus pages, with switchable faults --------------------------
+SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty")
+
+
+@dataclass
+class FakePage:
+    """A page the fake web serves at /page/<name>; the fields after `paragraphs` are faults."""
+
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+    delay: float = 0.0
+    body: bytes | None = None  # raw body instead of rendered HTML
+    size: int = 0  # serve this many bytes of filler after the HTML
+    redirect: str | None = None  # Location to redirect to (absolute or /page/<name>)
+    snippet: str = ""
+
+    def html(self) -> bytes:
+        paragraphs = "".join(f"<p>{html_escape(p)}</p>" for p in self.paragraphs)
+        return (f"<html><head><title>{html_escape(self.title)}</title></head><body><nav>Home | Search</nav>"
+                f"<h1>{html_escape(self.title)}</h1>{paragraphs}<footer>Footer links</footer></body></html>"
+                ).encode()
+
+
+class FakeWeb:
+    """A threaded HTTP server on 127.0.0.1 that emulates SerpAPI's `/search` JSON and serves pages.
+
+    `search_fault` switches the search endpoint to one of SEARCH_FAULTS; `results` maps a query to the
+    page names to return (default: every page, in insertion order); `api_key` is the key it accepts.
+    Use as a context manager; `url` is its base URL (give it to `SerpAPISearch(base_url=...)`).
+    """
+
+    def __init__(self, api_key: str = "test-key", search_delay: float = 0.0) -> None:
+        self.api_key = api_key
+        self.pages: dict[str, FakePage] = {}
+        self.results: dict[str, list[str]] = {}
+        self.search_fault: str | None = None
+        self.search_delay = search_delay
+        self.requests: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start the FakeWeb first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def page_url(self, name: str) -> str:
+        return f"{self.url}/page/{name}"
+
+    def add(self, name: str, title: str, paragraphs: list[str] | None = None, **faults: Any) -> str:
+        self.pages[name] = FakePage(title, list(paragraphs or []), **faults)
+        return self.page_url(name) if self._server else name
+
+    def __enter__(self) -> "FakeWeb":
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                web.requests.append(self.path)
+                parts = urlsplit(self.path)
+                if parts.path == "/search":
+                    web._search(self, parse_qs(parts.query))
+                elif parts.path.startswith("/page/"):
+                    web._page(self, parts.path[len("/page/"):])
+                else:
+                    self.send_error(404)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        with contextlib.suppress(OSError):
+            handler.wfile.write(body)
+
+    def _search(self, handler: BaseHTTPRequestHandler, query: dict[str, list[str]]) -> None:
+        time.sleep(self.search_delay)
+        fault = self.search_fault
+        if fault == "timeout":
+            time.sleep(5)
+        key = (query.get("api_key") or [""])[0]
+        if fault == "401" or key != self.api_key:
+            return self._send(handler, 401, b'{"error": "Invalid API key."}', "application/json")
+        if fault == "429":
+            return self._send(handler, 429, b'{"error": "Your account has run out of searches."}', "application/json")
+        if fault == "500":
+            return self._send(handler, 500, b'{"error": "Internal error"}', "application/json")
+        if fault == "malformed":
+            return self._send(handler, 200, b'{"organic_results": [', "application/json")
+        if fault == "error200":
+            return self._send(handler, 200, b'{"error": "Unsupported `gl` parameter."}', "application/json")
+        if fault == "empty":
+            body = {"search_metadata": {"status": "Success"},
+                    "error": "Google hasn't returned any results for this query."}
+            return self._send(handler, 200, json.dumps(body).encode(), "application/json")
+        q = (query.get("q") or [""])[0]
+        names = self.results.get(q, list(self.pages))
+        organic = [{"position": i, "title": self.pages[n].title, "link": self.page_url(n),
+                    "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]}
+                   for i, n in enumerate(names, 1)]
+        body = {"search_metadata": {"status": "Success"}, "search_parameters": {"q": q}, "organic_results": organic}
+        self._send(handler, 200, json.dumps(body).encode(), "application/json")
+
+    def _page(self, handler: BaseHTTPRequestHandler, name: str) -> None:
+        page = self.pages.get(name)
+        if page is None:
+            return self._send(handler, 404, b"not found", "text/plain")
+        time.sleep(page.delay)
+        if page.redirect:
+            target = page.redirect if "://" in page.redirect else f"{self.url}{page.redirect}"
+            return self._send(handler, 302, b"", "text/html", {"Location": target})
+        body = page.body if page.body is not None else page.html()
+        if page.size:
+            handler.send_response(page.status)
+            handler.send_header("Content-Type", page.content_type)
+            handler.send_header("Content-Length", str(len(body) + page.size))
+            handler.end_headers()
+            with contextlib.suppress(OSError):
+                handler.wfile.write(body)
+                chunk = b"<p>" + b"filler text " * 8000 + b"</p>"
+                sent = 0
+                while sent < page.size:
+                    piece = chunk[: page.size - sent]
+                    handler.wfile.write(piece)
+                    sent += len(piece)
+            return None
+        return self._send(handler, page.status, body, page.content_type)

@@ -68,3 +68,34 @@ def bench_dir() -> Path:
     if not BENCH.is_dir():
         pytest.skip("../shared/bench is not beside this checkout")
     return BENCH
+
+
+LOOPBACK = ["127.0.0.1/32"]  # the fake web's address; every other private address stays refused
+
+
+@pytest.fixture
+def fake_web():
+    from crag_shared.testing import FakeWeb
+
+    with FakeWeb() as web:
+        web.add("feilden", "Henry Feilden (Conservative politician)", [
+            "Henry Master Feilden was an English Conservative Party politician who sat for Blackburn.",
+            "Henry Feilden was elected at the Blackburn by-election of 1869 after a petition.",
+            "Short.",
+        ])
+        web.add("blackburn", "Blackburn", ["Blackburn is a town in Lancashire, England, on the River Darwen."])
+        yield web
+
+
+@pytest.fixture
+def serpapi_search(fake_web):
+    from crag_shared.web.fetch import PageFetcher
+    from crag_shared.web.serpapi import SerpAPISearch
+
+    def make(**kwargs):
+        fetcher = kwargs.pop("fetcher", None) or PageFetcher(allow_private_addresses=LOOPBACK, timeout=2,
+                                                             deadline=3, backoff=0.05)
+        return SerpAPISearch(api_key=kwargs.pop("api_key", "test-key"), base_url=fake_web.url, timeout=1.5,
+                             fetcher=fetcher, **kwargs)
+
+    return make

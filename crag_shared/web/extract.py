@@ -1,0 +1,35 @@
+"""Page text → titled paragraphs, with trafilatura (main-content extraction, boilerplate removed)."""
+
+from __future__ import annotations
+
+import logging
+
+from .base import titled_paragraphs
+
+#: trafilatura logs every page it cannot parse at WARNING; those pages are reported in the trace instead.
+logging.getLogger("trafilatura").setLevel(logging.ERROR)
+
+
+def extract_page(html: str, *, url: str | None = None, fallback_title: str = "",
+                 min_chars: int = 20) -> tuple[str, tuple[str, ...]]:
+    """Return (title, paragraphs): each paragraph prefixed with the page title, as in the paper.
+
+    The title is the page's main heading when trafilatura finds one, else `fallback_title` (the search
+    result's title). Paragraphs shorter than `min_chars` characters are dropped.
+    """
+    import trafilatura
+
+    document = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
+                                           include_tables=False)
+    if document is None or not document.text:
+        return fallback_title, ()
+    title = (document.title or fallback_title or "").strip()
+    return title, titled_paragraphs(title, document.text.splitlines(), min_chars=min_chars)
+
+
+def text_paragraphs(text: str, *, title: str, min_chars: int = 20) -> tuple[str, tuple[str, ...]]:
+    """Plain-text pages: one paragraph per blank-line-separated block (or per line if there are none)."""
+    blocks = [b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    if len(blocks) <= 1:
+        blocks = text.splitlines()
+    return title, titled_paragraphs(title, blocks, min_chars=min_chars)
