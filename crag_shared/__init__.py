@@ -23,6 +23,17 @@ from .web import InMemoryWebSearch, ReplayWebSearch, WebPage, WebSearch, WebSear
 
 __version__ = "0.1.0"
 
+_LAZY_WEB = ("PageFetcher", "SerpAPISearch", "SerperSearch")
+
+
+def __getattr__(name: str):
+    """Network providers load on first use (they import httpx), keeping `import crag_shared` fast."""
+    if name in _LAZY_WEB:
+        from . import web
+
+        return getattr(web, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "LLM",
     "Action",
@@ -36,10 +47,13 @@ __all__ = [
     "LLMEvaluator",
     "LexicalEvaluator",
     "Origin",
+    "PageFetcher",
     "Passage",
     "QueryRewriter",
     "ReplayWebSearch",
     "RetrievalEvaluator",
+    "SerpAPISearch",
+    "SerperSearch",
     "Strip",
     "StripRefiner",
     "T5Evaluator",

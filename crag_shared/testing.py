@@ -132,6 +132,7 @@ class FakeWeb:
         self.search_fault: str | None = None
         self.search_delay = search_delay
         self.requests: list[str] = []
+        self.serper_bodies: list[dict[str, Any]] = []
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -157,11 +158,25 @@ class FakeWeb:
                 web.requests.append(self.path)
                 parts = urlsplit(self.path)
                 if parts.path == "/search":
-                    web._search(self, parse_qs(parts.query))
+                    query = parse_qs(parts.query)
+                    web._search(self, (query.get("q") or [""])[0], (query.get("api_key") or [""])[0], "serpapi")
                 elif parts.path.startswith("/page/"):
                     web._page(self, parts.path[len("/page/"):])
                 else:
                     self.send_error(404)
+
+            def do_POST(self) -> None:  # serper.dev: POST /serper/search, JSON body, X-API-KEY header
+                web.requests.append(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    body = {}
+                web.serper_bodies.append(body)
+                if self.path != "/serper/search":
+                    return self.send_error(404)
+                web._search(self, str(body.get("q", "")), self.headers.get("X-API-KEY", ""), "serper")
+                return None
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -186,12 +201,11 @@ class FakeWeb:
         with contextlib.suppress(OSError):
             handler.wfile.write(body)
 
-    def _search(self, handler: BaseHTTPRequestHandler, query: dict[str, list[str]]) -> None:
+    def _search(self, handler: BaseHTTPRequestHandler, q: str, key: str, flavour: str) -> None:
         time.sleep(self.search_delay)
         fault = self.search_fault
         if fault == "timeout":
             time.sleep(5)
-        key = (query.get("api_key") or [""])[0]
         if fault == "401" or key != self.api_key:
             return self._send(handler, 401, b'{"error": "Invalid API key."}', "application/json")
         if fault == "429":
@@ -206,12 +220,15 @@ class FakeWeb:
             body = {"search_metadata": {"status": "Success"},
                     "error": "Google hasn't returned any results for this query."}
             return self._send(handler, 200, json.dumps(body).encode(), "application/json")
-        q = (query.get("q") or [""])[0]
         names = self.results.get(q, list(self.pages))
         organic = [{"position": i, "title": self.pages[n].title, "link": self.page_url(n),
                     "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]}
                    for i, n in enumerate(names, 1)]
-        body = {"search_metadata": {"status": "Success"}, "search_parameters": {"q": q}, "organic_results": organic}
+        if flavour == "serper":
+            body = {"searchParameters": {"q": q}, "organic": organic}
+        else:
+            body = {"search_metadata": {"status": "Success"}, "search_parameters": {"q": q},
+                    "organic_results": organic}
         self._send(handler, 200, json.dumps(body).encode(), "application/json")
 
     def _page(self, handler: BaseHTTPRequestHandler, name: str) -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from crag_shared import Action, Corrector, Origin, WebSearchError
 from crag_shared.web.fetch import PageFetcher
-from crag_shared.web.serpapi import SerpAPISearch, prefer_wikipedia
+from crag_shared.web.fetching import prefer_wikipedia
+from crag_shared.web.serpapi import SerpAPISearch
 
 LOOPBACK = ["127.0.0.1/32"]
 
@@ -179,3 +180,34 @@ def test_params_pass_through(serpapi_search, fake_web):
     request = [r for r in fake_web.requests if r.startswith("/search")][-1]
     for part in ("hl=de", "gl=at", "location=Vienna", "engine=bing", "num=7"):
         assert part in request
+
+
+def serper(fake_web, **kwargs):
+    from crag_shared import SerperSearch
+
+    fetcher = PageFetcher(allow_private_addresses=LOOPBACK, timeout=2, deadline=3)
+    return SerperSearch(api_key=kwargs.pop("api_key", "test-key"), base_url=f"{fake_web.url}/serper",
+                        timeout=1.5, fetcher=fetcher, **kwargs)
+
+
+def test_serper_provider_searches_and_fetches(fake_web):
+    response = serper(fake_web, gl="uk").search("Henry Feilden, occupation")
+    assert response.results[0].paragraphs[0].startswith("Henry Feilden (Conservative politician):")
+    assert fake_web.serper_bodies[-1] == {"q": "Henry Feilden, occupation", "num": 10, "gl": "uk"}
+
+
+@pytest.mark.parametrize("fault,reason", [("401", "Serper HTTP 401"), ("429", "Serper HTTP 429"),
+                                          ("500", "Serper HTTP 500"), ("timeout", "Serper timed out"),
+                                          ("malformed", "malformed JSON")])
+def test_serper_faults_fall_back(fake_web, fault, reason):
+    fake_web.search_fault = fault
+    result = Corrector(web_search=serper(fake_web)).correct(QUERY, OFF_TOPIC)
+    assert reason in result.fallbacks[-1].reason and result.knowledge
+
+
+def test_serper_needs_a_key(monkeypatch):
+    from crag_shared import SerperSearch
+
+    monkeypatch.delenv("SERPER_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="SERPER_API_KEY"):
+        SerperSearch()

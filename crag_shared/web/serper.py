@@ -1,0 +1,62 @@
+"""Google through serper.dev (the API the official CRAG code used), over httpx."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import httpx
+
+from .base import WebSearchError
+from .fetch import PageFetcher
+from .fetching import FetchingWebSearch
+
+SERPER_URL = "https://google.serper.dev"
+
+
+class SerperSearch(FetchingWebSearch):
+    """Web search over serper.dev: key from `api_key` or `SERPER_API_KEY` (required at construction).
+
+    Same Wikipedia preference, page fetching and failure contract as `SerpAPISearch`; `base_url` points
+    it at another host. `transport` is the httpx seam for tests.
+    """
+
+    def __init__(self, api_key: str | None = None, *, num_results: int = 10, mode: Literal["wiki", "all"] = "wiki",
+                 wiki_prefix: bool = False, gl: str | None = None, hl: str | None = None,
+                 location: str | None = None, base_url: str = SERPER_URL, timeout: float = 10.0,
+                 fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        key = api_key or os.environ.get("SERPER_API_KEY")
+        if not key:
+            raise ValueError("SerperSearch needs an API key: pass api_key=... or set SERPER_API_KEY")
+        super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
+                         min_paragraph_chars=min_paragraph_chars)
+        self._api_key = key
+        self.num_results = num_results
+        self.params = {k: v for k, v in {"gl": gl, "hl": hl, "location": location}.items() if v}
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.transport = transport
+
+    def __repr__(self) -> str:
+        return f"SerperSearch(mode={self.mode!r}, base_url={self.base_url!r})"
+
+    def organic_results(self, query: str) -> list[dict[str, Any]]:
+        body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
+        try:
+            with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
+                response = client.post(f"{self.base_url}/search", json=body,
+                                       headers={"X-API-KEY": self._api_key})
+        except httpx.TimeoutException:
+            raise WebSearchError(f"Serper timed out after {self.timeout:g} s") from None
+        except httpx.HTTPError as error:
+            raise WebSearchError(f"cannot reach Serper: {type(error).__name__}: {error}") from None
+        if response.status_code >= 400:
+            raise WebSearchError(f"Serper HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            data = response.json()
+        except ValueError as error:
+            raise WebSearchError(f"Serper answered with malformed JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise WebSearchError("Serper answered with malformed JSON (not an object)")
+        return [r for r in data.get("organic") or [] if isinstance(r, dict)]
