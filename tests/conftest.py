@@ -73,18 +73,19 @@ def bench_dir() -> Path:
 LOOPBACK = ["127.0.0.1/32"]  # the fake web's address; every other private address stays refused
 
 
-@pytest.fixture
-def fake_web():
-    from crag_shared.testing import FakeWeb
+pytest_plugins = ["crag_shared.pytest_plugin"]
 
-    with FakeWeb() as web:
-        web.add("feilden", "Henry Feilden (Conservative politician)", [
-            "Henry Master Feilden was an English Conservative Party politician who sat for Blackburn.",
-            "Henry Feilden was elected at the Blackburn by-election of 1869 after a petition.",
-            "Short.",
-        ])
-        web.add("blackburn", "Blackburn", ["Blackburn is a town in Lancashire, England, on the River Darwen."])
-        yield web
+
+@pytest.fixture
+def fake_web(crag_fake_web):
+    """The plugin's loopback web with two pages about Henry Feilden and Blackburn."""
+    crag_fake_web.add("feilden", "Henry Feilden (Conservative politician)", [
+        "Henry Master Feilden was an English Conservative Party politician who sat for Blackburn.",
+        "Henry Feilden was elected at the Blackburn by-election of 1869 after a petition.",
+        "Short.",
+    ])
+    crag_fake_web.add("blackburn", "Blackburn", ["Blackburn is a town in Lancashire, England, on the River Darwen."])
+    return crag_fake_web
 
 
 @pytest.fixture

@@ -20,3 +20,14 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
     assert any("Ulaanbaatar" in s.text for s in result.external)
     run = subprocess.run([sys.executable, "-m", "crag_shared", "demo"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+def test_bench_web_runs_and_reports_ratios():
+    import io
+
+    from crag_shared.bench.web import run
+
+    out = io.StringIO()
+    figures = run(out, pages=3, delay=0.05, repeats=1)
+    assert figures["pages"] == 3 and figures["ours_s"] > 0 and figures["sequential_s"] > 0
+    assert "speed-up over sequential" in out.getvalue()

@@ -10,8 +10,8 @@ from .base import titled_paragraphs
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
 
 
-def extract_page(html: str, *, url: str | None = None, fallback_title: str = "",
-                 min_chars: int = 20) -> tuple[str, tuple[str, ...]]:
+def extract_page(html: str, *, url: str | None = None, fallback_title: str = "", min_chars: int = 20,
+                 fast: bool = True) -> tuple[str, tuple[str, ...]]:
     """Return (title, paragraphs): each paragraph prefixed with the page title, as in the paper.
 
     The title is the page's main heading when trafilatura finds one, else `fallback_title` (the search
@@ -20,7 +20,7 @@ def extract_page(html: str, *, url: str | None = None, fallback_title: str = "",
     import trafilatura
 
     document = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
-                                           include_tables=False)
+                                           include_tables=False, fast=fast)
     if document is None or not document.text:
         return fallback_title, ()
     title = (document.title or fallback_title or "").strip()

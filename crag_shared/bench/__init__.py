@@ -1,0 +1,1 @@
+"""`crag bench ...`: benchmarks that print ratios measured within one run (never timed tests)."""
