@@ -4,6 +4,7 @@
 (crag_llamaindex, crag_haystack) translate their nodes and documents to `Passage` and back.
 """
 
+from .config import CRAGConfig
 from .corrector import Corrector
 from .evaluators import (
     CrossEncoderEvaluator,
@@ -38,6 +39,7 @@ __all__ = [
     "LLM",
     "Action",
     "ActionPolicy",
+    "CRAGConfig",
     "CorrectionResult",
     "Corrector",
     "CrossEncoderEvaluator",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from importlib import resources
+from pathlib import Path
 from typing import TextIO
 
 from ..corrector import Corrector
@@ -30,10 +31,13 @@ def retrieve(question: str, passages: list[Passage], k: int = 3) -> list[Passage
     return [passages[i] for i in sorted(range(len(passages)), key=lambda i: -scores[i])[:k]]
 
 
+def recorded_web_path() -> Path:
+    """The recorded web results of the demo questions (a JSONL file for `ReplayWebSearch`)."""
+    return Path(str(resources.files(__package__).joinpath("web.jsonl")))
+
+
 def build_corrector() -> Corrector:
-    with resources.as_file(resources.files(__package__).joinpath("web.jsonl")) as path:
-        web = ReplayWebSearch(path)
-    return Corrector(web_search=web)
+    return Corrector(web_search=ReplayWebSearch(recorded_web_path()))
 
 
 def show(result: CorrectionResult, out: TextIO) -> None:

@@ -1,0 +1,33 @@
+"""A LlamaIndex LLM as the core's LLM protocol (prompt in, text out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core import Settings
+
+
+def configured_llm() -> Any | None:
+    """`Settings.llm` only if the user set one: resolving the default would import OpenAI or, in test
+    setups, return MockLLM, which echoes prompts and would turn into a nonsense search query."""
+    return getattr(Settings, "_llm", None)
+
+
+class LlamaIndexLLM:
+    """Calls `llm` (or, when None, the `Settings.llm` you set, looked up at call time)."""
+
+    def __init__(self, llm: Any | None = None) -> None:
+        self._llm = llm
+
+    @property
+    def llm(self) -> Any:
+        llm = self._llm or configured_llm()
+        if llm is None:
+            raise LookupError("no LLM configured: pass llm=... or set Settings.llm")
+        return llm
+
+    def complete(self, prompt: str) -> str:
+        return self.llm.complete(prompt).text
+
+    async def acomplete(self, prompt: str) -> str:
+        return (await self.llm.acomplete(prompt)).text

@@ -1,0 +1,90 @@
+"""Offline stand-ins for LlamaIndex apps: a hashing embedding and a rule-driven LLM (no downloads, no keys)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+
+from crag_shared.text import content_terms
+
+
+class HashingEmbedding(BaseEmbedding):
+    """Bag-of-words vectors by feature hashing: deterministic, instant, and good enough for a demo index."""
+
+    dim: int = Field(default=256, description="vector size")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HashingEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for term in content_terms(text):
+            bucket = int(hashlib.md5(term.encode()).hexdigest()[:8], 16) % self.dim
+            vector[bucket] += 1.0
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        return [v / norm for v in vector]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+
+def first_context_line(prompt: str) -> str:
+    """The first line of the context block of LlamaIndex's QA prompt (what an extractive reader says)."""
+    match = re.search(r"-{5,}\n(.*?)\n-{5,}", prompt, re.S)
+    lines = [line for line in (match.group(1) if match else "").splitlines()
+             if line.strip() and not re.match(r"^(title|url|file_name|file_path|source): ", line)]
+    return lines[0].strip() if lines else ""
+
+
+class RuleLLM(CustomLLM):
+    """A deterministic LLM: `rule(prompt) -> reply`. Default rule: keyword rewrites answer "query: ...",
+    question answering repeats the first context line, prefixed so it is never mistaken for a model."""
+
+    label: str = Field(default="[offline stand-in LLM]")
+    prompts: list[str] = Field(default_factory=list)
+    _rule: Callable[[str], str] | None = PrivateAttr(default=None)
+
+    def __init__(self, rule: Callable[[str], str] | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._rule = rule
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="rule-llm", is_chat_model=False)
+
+    def _reply(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if self._rule is not None:
+            return self._rule(prompt)
+        if "Extract at most three keywords" in prompt:
+            from crag_shared.rewrite import keyword_query
+
+            return "query: " + keyword_query(prompt.rsplit("question:", 1)[-1].split("\n")[0])
+        return f"{self.label} {first_context_line(prompt)}".strip()
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=self._reply(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        text, so_far = self._reply(prompt), ""
+        for word in text.split(" "):
+            delta = word if not so_far else " " + word
+            so_far += delta
+            yield CompletionResponse(text=so_far, delta=delta)

@@ -1,0 +1,215 @@
+"""crag_llamaindex against a real VectorStoreIndex, a deterministic CustomLLM and the real web layer."""
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core import Document, Settings, VectorStoreIndex
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
+
+from crag_llamaindex import (
+    CRAGActionEvent,
+    CRAGFallbackEvent,
+    CRAGPostprocessor,
+    CRAGQueryEngine,
+    CRAGWebSearchEvent,
+    WebSearchRetriever,
+)
+from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+from crag_shared.config import NO_KNOWLEDGE_ANSWER
+from crag_shared.demo import QUESTIONS, build_corrector, corpus
+
+CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
+EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}
+
+
+@pytest.fixture
+def llm():
+    previous = Settings._llm, Settings._embed_model
+    fake = RuleLLM()
+    Settings.llm, Settings.embed_model = fake, HashingEmbedding()
+    yield fake
+    Settings._llm, Settings._embed_model = previous
+
+
+@pytest.fixture
+def index(llm):
+    docs = [Document(text=p.text, id_=p.id, metadata={"title": p.title}) for p in corpus()]
+    return VectorStoreIndex.from_documents(docs)
+
+
+@pytest.fixture
+def web():
+    return build_corrector().web_search  # ReplayWebSearch over the demo's recorded pages
+
+
+class Recorder(BaseEventHandler):
+    events: list = []
+
+    @classmethod
+    def class_name(cls):
+        return "Recorder"
+
+    def handle(self, event, **kwargs):
+        self.events.append(event)
+
+
+@pytest.fixture
+def events():
+    root = get_dispatcher()
+    handler = Recorder(events=[])
+    root.add_event_handler(handler)
+    yield handler.events
+    root.event_handlers.remove(handler)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_postprocessor_in_a_standard_query_engine(index, web, question):
+    engine = RetrieverQueryEngine.from_args(index.as_retriever(similarity_top_k=3),
+                                            node_postprocessors=[CRAGPostprocessor(web_search=web)])
+    response = engine.query(question)
+    assert {n.node.metadata["crag_action"] for n in response.source_nodes} == {EXPECTED[question]}
+    assert str(response).startswith("[offline stand-in LLM]")
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_query_engine_sync_async_and_streaming_agree(index, web, question):
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web)
+    sync = engine.query(question)
+    assert sync.metadata["crag"]["action"] == EXPECTED[question]
+    asynchronous = asyncio.run(engine.aquery(question))
+    assert asynchronous.metadata["crag"]["action"] == EXPECTED[question]
+    assert str(asynchronous) == str(sync)
+    streaming = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web, streaming=True)
+    streamed = streaming.query(question)
+    assert "".join(streamed.response_gen) == str(sync)
+    assert streamed.metadata["crag"]["action"] == EXPECTED[question]
+
+    async def consume():
+        response = await streaming.aquery(question)
+        return "".join([t async for t in response.async_response_gen()]), response.metadata
+
+    text, metadata = asyncio.run(consume())
+    assert text == str(sync) and metadata["crag"]["action"] == EXPECTED[question]
+
+
+def test_metadata_holds_scores_rewrite_urls_and_trace(index, web):
+    response = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web).query(INCORRECT_Q)
+    crag = response.metadata["crag"]
+    assert crag["rewritten_query"] == "capital, Mongolia" and len(crag["scores"]) == 3
+    assert crag["web_urls"][0] == "https://en.wikipedia.org/wiki/Ulaanbaatar"
+    assert {s["step"] for s in crag["trace"]["steps"]} >= {"evaluate", "decide", "rewrite", "web_search"}
+    json.dumps(crag)  # JSON-ready
+
+
+def test_strip_nodes_carry_provenance_and_source_relationship(index, web):
+    retrieved = index.as_retriever(similarity_top_k=3).retrieve(AMBIGUOUS_Q)
+    nodes = CRAGPostprocessor(web_search=web).postprocess_nodes(retrieved, query_str=AMBIGUOUS_Q)
+    internal = [n for n in nodes if n.node.metadata["crag_origin"] == "internal"]
+    external = [n for n in nodes if n.node.metadata["crag_origin"] == "web"]
+    assert internal and external
+    by_id = {r.node.node_id: r for r in retrieved}
+    for item in internal:
+        source = item.node.relationships[NodeRelationship.SOURCE]
+        original = by_id[source.node_id].node
+        meta = item.node.metadata
+        assert meta["crag_source_id"] == source.node_id
+        assert original.get_content()[meta["crag_start"]:meta["crag_end"]] == item.node.get_content()
+        assert item.score == meta["crag_score"] and meta["title"] == original.metadata["title"]
+    assert all(n.node.metadata["url"].startswith("https://en.wikipedia.org/") for n in external)
+    assert "crag_score" not in external[0].node.get_content(metadata_mode="llm")  # bookkeeping hidden from LLM
+
+
+def test_return_original_nodes_untouched(index):
+    retrieved = index.as_retriever(similarity_top_k=3).retrieve(CORRECT_Q)
+    before = [dict(r.node.metadata) for r in retrieved]
+    nodes = CRAGPostprocessor(return_strips=False).postprocess_nodes(retrieved, query_str=CORRECT_Q)
+    assert [n.node.node_id for n in nodes] == [retrieved[0].node.node_id]
+    assert nodes[0].node is retrieved[0].node and [dict(r.node.metadata) for r in retrieved] == before
+
+
+def test_missing_query_bundle_is_a_value_error():
+    with pytest.raises(ValueError, match="needs the query"):
+        CRAGPostprocessor().postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
+
+
+def test_events_are_emitted(index, web, events):
+    CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web).query(INCORRECT_Q)
+    action = [e for e in events if isinstance(e, CRAGActionEvent)]
+    searches = [e for e in events if isinstance(e, CRAGWebSearchEvent)]
+    assert action[0].action == "incorrect" and len(action[0].scores) == 3
+    assert searches[0].search_query == "capital, Mongolia" and searches[0].urls
+    assert any(type(e).__name__ == "QueryStartEvent" for e in events)  # CRAG sits inside normal tracing
+
+
+def test_secrets_never_reach_model_dump(monkeypatch):
+    from crag_shared import SerpAPISearch
+
+    post = CRAGPostprocessor(web_search=SerpAPISearch(api_key="sk-very-secret"), upper=0.4)
+    dumped = json.dumps(post.model_dump(), default=str)
+    assert "sk-very-secret" not in dumped and '"upper": 0.4' in dumped
+    assert post.model_dump()["class_name"] == "CRAGPostprocessor"
+    assert "sk-very-secret" not in repr(post)
+
+
+def test_web_failure_fallback_is_visible_in_response_metadata(index, fake_web, serpapi_search, events):
+    fake_web.search_fault = "500"
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=serpapi_search())
+    response = engine.query(INCORRECT_Q)
+    fallbacks = response.metadata["crag"]["fallbacks"]
+    assert fallbacks[-1]["step"] == "web_search" and "SerpAPI HTTP 500" in fallbacks[-1]["reason"]
+    assert response.source_nodes and all("crag_fallbacks" in n.node.metadata for n in response.source_nodes)
+    assert any(isinstance(e, CRAGFallbackEvent) for e in events)
+
+
+def test_no_knowledge_answers_so_instead_of_guessing(index, llm):
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, on_web_failure="drop")
+    response = engine.query(INCORRECT_Q)
+    assert str(response) == NO_KNOWLEDGE_ANSWER and response.source_nodes == []
+    assert not any("capital of Mongolia" in p for p in llm.prompts)  # the LLM was never asked
+
+
+def test_llm_judge_and_rewriter_use_the_llamaindex_llm(index, web):
+    def rule(prompt):
+        if "one line per document" in prompt:
+            count = prompt.count("\nDocument ")
+            return "\n".join(f"{i}: {'yes' if i == 1 else 'no'}" for i in range(1, count + 1))
+        if "Extract at most three keywords" in prompt:
+            return "query: Golden Gate Bridge, opening"
+        return "answer"
+
+    judge_llm = RuleLLM(rule)
+    post = CRAGPostprocessor(llm=judge_llm, evaluator="llm", web_search=web)
+    retrieved = index.as_retriever(similarity_top_k=3).retrieve(CORRECT_Q)
+    nodes, result = post.correct(retrieved, QueryBundle(CORRECT_Q))
+    assert result.action.value == "correct" and result.scores[0] == 1.0
+    # one batched call judged all passages; the single strip equals the passage, so it came from the cache
+    assert sum("one line per document" in p for p in judge_llm.prompts) == 1
+    assert [n.node.metadata["crag_score"] for n in nodes] == [1.0]
+
+
+def test_web_search_retriever(web):
+    nodes = WebSearchRetriever(web).retrieve(INCORRECT_Q)
+    assert nodes and all(n.node.metadata["url"].startswith("https://en.wikipedia.org/") for n in nodes)
+    assert any("Ulaanbaatar" in n.node.get_content() for n in nodes)
+    assert asyncio.run(WebSearchRetriever(web).aretrieve(INCORRECT_Q))
+
+
+def test_example_runs_offline():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "llamaindex_quickstart.py"
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("OPENAI_API_KEY", "OLLAMA_HOST")}
+    run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "OFFLINE STAND-IN" in run.stdout
+    for action in ("action: correct", "action: ambiguous", "action: incorrect"):
+        assert action in run.stdout
