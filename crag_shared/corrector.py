@@ -12,14 +12,24 @@ import asyncio
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .evaluators.base import Evaluation, RetrievalEvaluator
 from .evaluators.lexical import LexicalEvaluator
 from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter, Rewrite
-from .types import Action, CorrectionResult, Origin, Passage, Strip, Trace, WebResult, WebSearchResponse
+from .types import (
+    Action,
+    CorrectionResult,
+    Origin,
+    Passage,
+    Refinement,
+    Strip,
+    Trace,
+    WebResult,
+    WebSearchResponse,
+)
 from .web.base import WebSearch
 
 
@@ -64,6 +74,7 @@ class _State:
 
 
 Walk = Generator[Any, Any, CorrectionResult]
+T = TypeVar("T")
 _LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
 
 
@@ -116,7 +127,27 @@ class Corrector:
     # -- drivers --------------------------------------------------------------------------------------
     def correct(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
         """Run CRAG on one query and its retrieved passages (strings or `Passage`s)."""
-        walk = self._walk(query, passages)
+        return self._drive(self._walk(query, passages))
+
+    async def acorrect(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
+        """Async `correct`: model inference runs off the loop; Ambiguous refines while it searches."""
+        return await self._adrive(self._walk(query, passages))
+
+    def judge(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
+        """Only score the passages and decide the action (no refinement, no web): `knowledge` is empty."""
+        return self._drive(self._judge_only(query, passages))
+
+    async def ajudge(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
+        return await self._adrive(self._judge_only(query, passages))
+
+    def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False) -> Refinement:
+        """Only refine: decompose, filter and recompose `passages` (web paragraphs if `web=True`)."""
+        return self._drive(self._refine_only(query, passages, web))
+
+    async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False) -> Refinement:
+        return await self._adrive(self._refine_only(query, passages, web))
+
+    def _drive(self, walk: Generator[Any, Any, T]) -> T:
         answer: Any = None
         while True:
             try:
@@ -125,9 +156,7 @@ class Corrector:
                 return done.value
             answer = self._serve(request)
 
-    async def acorrect(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
-        """Async `correct`: model inference runs off the loop; Ambiguous refines while it searches."""
-        walk = self._walk(query, passages)
+    async def _adrive(self, walk: Generator[Any, Any, T]) -> T:
         answer: Any = None
         while True:
             try:
@@ -167,32 +196,11 @@ class Corrector:
     # -- the walk -------------------------------------------------------------------------------------
     def _walk(self, query: str, passages: Sequence[str | Passage]) -> Walk:
         started = time.perf_counter()
-        query = _check_query(query)
-        items = _as_passages(passages)
-        trace = Trace()
-        state = _State(self.evaluator, self.policy)
-        valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
-        for i in sorted(set(range(len(items))) - set(valid)):
-            trace.add("skip_passage", index=i, id=items[i].id, reason="empty or missing text")
-        trace.add("input", passages=len(items), scored=len(valid), evaluator=_describe(state.evaluator))
-
-        scores = [-1.0] * len(items)
-        with trace.timed("evaluate") as entry:
-            valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
-            for i, s in zip(valid, valid_scores):
-                scores[i] = s
-            entry["scores"] = list(scores)
-        action = state.policy.decide(valid_scores)
+        query, items = _check_query(query), _as_passages(passages)
+        trace, state = Trace(), _State(self.evaluator, self.policy)
+        valid, scores, action = yield from self._judge(state, trace, query, items)
         upper, lower = state.policy.upper, state.policy.lower
-        trace.add("decide", action=action.value, upper=upper, lower=lower,
-                  max_score=max(valid_scores, default=None))
-
         kept = [i for i in valid if scores[i] >= lower]
-        dropped = [i for i in valid if scores[i] < lower]
-        if action is not Action.CORRECT:
-            trace.add("drop_passages" if action is Action.INCORRECT else "keep_passages",
-                      kept=[] if action is Action.INCORRECT else kept,
-                      below_lower=[{"index": i, "id": items[i].id, "score": scores[i]} for i in dropped])
 
         internal: list[Strip] = []
         external: list[Strip] = []
@@ -237,6 +245,45 @@ class Corrector:
         return CorrectionResult(query=query, action=action, knowledge=knowledge, scores=scores, passages=items,
                                 thresholds=(upper, lower), rewritten_query=rewritten, web_results=web_results,
                                 trace=trace)
+
+    def _judge(self, state: _State, trace: Trace, query: str, items: list[Passage]
+               ) -> Generator[Any, Any, tuple[list[int], list[float], Action]]:
+        """Steps 1-2 of Algorithm 1: score every passage with text, then decide the action."""
+        valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
+        for i in sorted(set(range(len(items))) - set(valid)):
+            trace.add("skip_passage", index=i, id=items[i].id, reason="empty or missing text")
+        trace.add("input", passages=len(items), scored=len(valid), evaluator=_describe(state.evaluator))
+        scores = [-1.0] * len(items)
+        with trace.timed("evaluate") as entry:
+            valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
+            for i, s in zip(valid, valid_scores):
+                scores[i] = s
+            entry["scores"] = list(scores)
+        action = state.policy.decide(valid_scores)
+        upper, lower = state.policy.upper, state.policy.lower
+        trace.add("decide", action=action.value, upper=upper, lower=lower, max_score=max(valid_scores, default=None))
+        if action is not Action.CORRECT:
+            kept = [i for i in valid if scores[i] >= lower and action is Action.AMBIGUOUS]
+            trace.add("drop_passages" if action is Action.INCORRECT else "keep_passages", kept=kept,
+                      below_lower=[{"index": i, "id": items[i].id, "score": scores[i]}
+                                   for i in valid if scores[i] < lower])
+        return valid, scores, action
+
+    def _judge_only(self, query: str, passages: Sequence[str | Passage]) -> Walk:
+        query, items = _check_query(query), _as_passages(passages)
+        trace, state = Trace(), _State(self.evaluator, self.policy)
+        _, scores, action = yield from self._judge(state, trace, query, items)
+        return CorrectionResult(query=query, action=action, knowledge=[], scores=scores, passages=items,
+                                thresholds=(state.policy.upper, state.policy.lower), trace=trace)
+
+    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool
+                     ) -> Generator[Any, Any, Refinement]:
+        query, items = _check_query(query), _as_passages(passages)
+        trace, state = Trace(), _State(self.evaluator, self.policy)
+        valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
+        refiner, origin = (self.web_refiner, Origin.WEB) if web else (self.refiner, Origin.INTERNAL)
+        strips = yield from self._refine(state, trace, query, items, valid, refiner, origin)
+        return Refinement(strips, trace)
 
     def _search(self, query: str) -> Generator[Any, Any, _Found | None]:
         if self.web_search is None:

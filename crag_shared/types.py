@@ -141,6 +141,14 @@ class Trace:
 
 
 @dataclass
+class Refinement:
+    """What `Corrector.refine` returns: the kept strips in original order, and the trace of the step."""
+
+    strips: list[Strip]
+    trace: Trace = field(default_factory=Trace)
+
+
+@dataclass
 class CorrectionResult:
     """What `Corrector.correct` returns: the action, the refined knowledge and a full trace."""
 

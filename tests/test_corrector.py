@@ -278,3 +278,24 @@ def test_bad_corrector_config():
         Corrector(web_search=object())
     with pytest.raises(ValueError, match="lie in"):
         Corrector(policy=ActionPolicy(2.0, 0.0))
+
+
+def test_judge_only_scores_and_decides(mode):
+    corrector = Corrector(web_search=InMemoryWebSearch(PAGES))
+    judged = corrector.judge(QUERY, [OFF, ABOUT, ""]) if mode == "sync" else asyncio.run(
+        corrector.ajudge(QUERY, [OFF, ABOUT, ""]))
+    full = corrector.correct(QUERY, [OFF, ABOUT, ""])
+    assert judged.action is full.action is Action.CORRECT and judged.scores == full.scores
+    assert judged.knowledge == [] and corrector.web_search.queries == []
+    assert judged.trace.find("skip_passage")[0]["index"] == 2
+
+
+def test_refine_only_internal_and_web(mode):
+    corrector = Corrector(refiner=StripRefiner("fixed_num", window_words=8))
+    refine = corrector.refine if mode == "sync" else (lambda *a, **k: asyncio.run(corrector.arefine(*a, **k)))
+    internal = refine(QUERY, [Passage(ABOUT, id="a"), Passage(OFF, id="b")])
+    assert internal.strips and all(s.origin is Origin.INTERNAL for s in internal.strips)
+    assert {s.source_id for s in internal.strips} == {"a"}  # the Eiffel passage scores below -0.5
+    web = refine(QUERY, [Passage("Henry Feilden: a politician.", id="w", url="https://x")], web=True)
+    assert [(s.origin, s.url) for s in web.strips] == [(Origin.WEB, "https://x")]
+    assert internal.trace.find("refine_internal")[0]["pieces"] >= 2
