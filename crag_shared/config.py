@@ -102,10 +102,10 @@ def passage_from_record(text: str | None, id: str | None, metadata: Mapping[str,
     return Passage(text, id=id, title=title, url=url, score=score, metadata=metadata)
 
 
-def strip_metadata(strip: Strip, result: CorrectionResult) -> dict[str, Any]:
-    """Metadata every adapter attaches to a knowledge strip: the action, the score and full provenance."""
+def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict[str, Any]:
+    """Metadata every adapter attaches to a knowledge strip: the score, full provenance and, when the strip
+    comes from a whole correction, its action and any fallback taken."""
     metadata: dict[str, Any] = {
-        "crag_action": result.action.value,
         "crag_score": strip.score,
         "crag_origin": strip.origin.value,
         "crag_source_id": strip.source_id,
@@ -117,6 +117,9 @@ def strip_metadata(strip: Strip, result: CorrectionResult) -> dict[str, Any]:
         metadata["title"] = strip.title
     if strip.url:
         metadata["url"] = strip.url
+    if result is None:
+        return metadata
+    metadata["crag_action"] = result.action.value
     if result.fallbacks:
         metadata["crag_fallbacks"] = [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks]
     return metadata

@@ -30,7 +30,7 @@ from .types import (
     WebResult,
     WebSearchResponse,
 )
-from .web.base import WebSearch
+from .web.base import WebSearch, response_passages
 
 
 # -- what the walk asks its driver for ----------------------------------------------------------------
@@ -348,13 +348,9 @@ class Corrector:
         response = found.response
         trace.add("web_search", query=found.rewrite.query, results=[r.to_dict() for r in response.results],
                   issues=[{"stage": i.stage, "reason": i.reason, "url": i.url} for i in response.issues])
-        passages = [Passage(text, id=f"web:{r.position}:{j}", title=r.title, url=r.url)
-                    for r in response.results for j, text in enumerate(r.paragraphs)]
-        if not passages and response.results:
-            passages = [Passage(r.snippet, id=f"web:{r.position}:snippet", title=r.title, url=r.url)
-                        for r in response.results if r.snippet and r.snippet.strip()]
-            if passages:
-                trace.fallback("web_pages", "no page yielded text", "used the search snippets")
+        passages, used_snippets = response_passages(response)
+        if used_snippets:
+            trace.fallback("web_pages", "no page yielded text", "used the search snippets")
         if not passages:
             reason = "web search returned no results" if not response.results else "web results had no text"
             return found.rewrite.query, list(response.results), [], reason

@@ -73,9 +73,6 @@ def bench_dir() -> Path:
 LOOPBACK = ["127.0.0.1/32"]  # the fake web's address; every other private address stays refused
 
 
-pytest_plugins = ["crag_shared.pytest_plugin"]
-
-
 @pytest.fixture
 def fake_web(crag_fake_web):
     """The plugin's loopback web with two pages about Henry Feilden and Blackburn."""

@@ -211,3 +211,15 @@ def test_serper_needs_a_key(monkeypatch):
     monkeypatch.delenv("SERPER_API_KEY", raising=False)
     with pytest.raises(ValueError, match="SERPER_API_KEY"):
         SerperSearch()
+
+
+def test_a_page_that_breaks_processing_is_one_failed_page(fake_web):
+    async def process(page):
+        if page.url.endswith("/feilden"):
+            raise ImportError("extractor missing a module")
+        return page
+
+    urls = [fake_web.page_url("feilden"), fake_web.page_url("blackburn")]
+    pages = asyncio.run(PageFetcher(allow_private_addresses=LOOPBACK).fetch_all(urls, process))
+    assert pages[0].error == "extraction failed: ImportError: extractor missing a module"
+    assert pages[1].error is None and "Blackburn" in pages[1].text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from ..types import WebSearchResponse
+from ..types import Passage, WebSearchResponse
 
 
 class WebSearchError(RuntimeError):
@@ -38,3 +38,18 @@ def titled_paragraphs(title: str, paragraphs: Iterable[str], min_chars: int = 10
 def split_paragraphs(text: str) -> list[str]:
     """Paragraphs of a plain text: blank-line separated blocks."""
     return [block.strip() for block in text.replace("\r\n", "\n").split("\n\n") if block.strip()]
+
+
+def response_passages(response: WebSearchResponse) -> tuple[list[Passage], bool]:
+    """A search answer as passages: every page paragraph; if no page yielded text, the snippets instead.
+
+    Returns (passages, used_snippets). Paragraph ids are "web:<rank>:<paragraph>", snippet ids
+    "web:<rank>:snippet"; title and URL travel with each passage.
+    """
+    passages = [Passage(text, id=f"web:{r.position}:{j}", title=r.title, url=r.url)
+                for r in response.results for j, text in enumerate(r.paragraphs)]
+    if passages or not response.results:
+        return passages, False
+    snippets = [Passage(r.snippet, id=f"web:{r.position}:snippet", title=r.title, url=r.url)
+                for r in response.results if r.snippet and r.snippet.strip()]
+    return snippets, bool(snippets)

@@ -9,7 +9,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
@@ -128,7 +128,12 @@ class PageFetcher:
                         return FetchedPage(url, error=f"timed out after {self.timeout:g} s")
                     except httpx.HTTPError as error:
                         return FetchedPage(url, error=f"{type(error).__name__}: {error}")
-                return page if process is None or page.error else await process(page)
+                if process is None or page.error:
+                    return page
+                try:
+                    return await process(page)
+                except Exception as error:  # a page that breaks the extractor is one failed page, no more
+                    return replace(page, error=f"extraction failed: {type(error).__name__}: {error}")
 
             tasks = [asyncio.ensure_future(one(url)) for url in urls]
             done, pending = await asyncio.wait(tasks, timeout=max(0.0, ends_at - time.monotonic()))

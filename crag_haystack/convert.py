@@ -1,0 +1,32 @@
+"""Haystack Document ↔ the core's Passage and Strip: the only place the two data models meet."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document
+
+from crag_shared import CorrectionResult, Passage, Strip
+from crag_shared.config import passage_from_record, strip_metadata
+
+
+def to_passage(document: Document) -> Passage:
+    return passage_from_record(document.content, document.id, document.meta, document.score)
+
+
+def scored_copy(document: Document, score: float, **meta: Any) -> Document:
+    """A copy with the evaluator's score and CRAG meta; the user's Document is never mutated."""
+    return replace(document, score=score, meta={**document.meta, "crag_score": score, **meta})
+
+
+def strip_document(strip: Strip, sources: list[Passage], result: CorrectionResult | None = None) -> Document:
+    """A strip as a new Document: the source's meta, then provenance (`crag_source_id`, span, url...)."""
+    source_meta = sources[strip.source_index].metadata if strip.source_index < len(sources) else {}
+    return Document(content=strip.text, meta={**source_meta, **strip_metadata(strip, result)}, score=strip.score)
+
+
+def passage_document(passage: Passage, **meta: Any) -> Document:
+    """A web passage (page paragraph or snippet) as a Document with its title and URL."""
+    base = {"title": passage.title, "url": passage.url, "crag_origin": "web", "crag_source_id": passage.id}
+    return Document(content=passage.text, meta={**base, **meta})

@@ -1,0 +1,30 @@
+"""Any Haystack chat generator as the core's LLM protocol (prompt in, text out)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from haystack.dataclasses import ChatMessage
+
+
+class HaystackChatLLM:
+    """Sends the prompt as one user message and returns the first reply's text."""
+
+    def __init__(self, chat_generator: Any) -> None:
+        self.chat_generator = chat_generator
+
+    def warm_up(self) -> None:
+        if hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
+
+    def complete(self, prompt: str) -> str:
+        replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
+        return (replies[0].text or "") if replies else ""
+
+    async def acomplete(self, prompt: str) -> str:
+        if hasattr(self.chat_generator, "run_async"):
+            result = await self.chat_generator.run_async(messages=[ChatMessage.from_user(prompt)])
+            replies = result["replies"]
+            return (replies[0].text or "") if replies else ""
+        return await asyncio.to_thread(self.complete, prompt)

@@ -1,0 +1,256 @@
+"""crag_haystack with real Haystack pipelines, InMemory stores, the loopback web and YAML round trips.
+
+Runs on haystack-ai 3.x (the dev venv) and on the newest 2.x (a second venv in CI).
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("haystack")
+
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.components.routers import ConditionalRouter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.utils import Secret
+
+from crag_haystack import (
+    CRAG,
+    KnowledgeRefiner,
+    QueryRewriter,
+    RecordedWebSearch,
+    RetrievalEvaluator,
+    SerpAPIWebSearch,
+    build_crag_pipeline,
+)
+from crag_haystack.testing import ExtractiveChatGenerator
+from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
+
+CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
+EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}
+HAYSTACK_3 = hasattr(Pipeline, "run_async") and not hasattr(__import__("haystack"), "AsyncPipeline")
+
+
+@pytest.fixture
+def store():
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(content=p.text, id=p.id, meta={"title": p.title}) for p in corpus()])
+    return store
+
+
+@pytest.fixture
+def recorded():
+    return RecordedWebSearch(str(recorded_web_path()))
+
+
+def docs(*texts):
+    return [Document(content=t, meta={"title": f"T{i}"}) for i, t in enumerate(texts)]
+
+
+def round_trip(component):
+    data = component.to_dict()
+    json.dumps(data)
+    return type(component).from_dict(json.loads(json.dumps(data)))
+
+
+# -- components alone -------------------------------------------------------------------------------
+def test_evaluator_routes_to_exactly_one_socket_and_copies():
+    documents = docs("The Golden Gate Bridge opened in May 1937.", "Bees live in colonies.")
+    before = [(d.score, dict(d.meta)) for d in documents]
+    out = RetrievalEvaluator().run(query=CORRECT_Q, documents=documents)
+    assert out["action"] == "correct" and "incorrect" not in out and "ambiguous" not in out
+    assert "web_query" not in out  # no web branch for Correct
+    assert [d.meta["crag_score"] for d in out["correct"]] == out["scores"] == [d.score for d in out["correct"]]
+    assert [(d.score, dict(d.meta)) for d in documents] == before  # the user's documents are untouched
+    off = RetrievalEvaluator().run(query=INCORRECT_Q, documents=documents)
+    assert off["action"] == "incorrect" and off["web_query"] == INCORRECT_Q and len(off["incorrect"]) == 2
+
+
+def test_evaluator_thresholds_and_serialization():
+    evaluator = round_trip(RetrievalEvaluator(upper=0.9, lower=-0.2))
+    assert (evaluator.upper, evaluator.lower) == (0.9, -0.2)
+    out = evaluator.run(query=CORRECT_Q, documents=docs("The Golden Gate Bridge opened in May 1937."))
+    assert out["action"] == "ambiguous"  # 0.6 is below the stricter upper threshold
+    assert asyncio.run(evaluator.run_async(query=CORRECT_Q, documents=docs("x y")))["action"] == "incorrect"
+
+
+def test_refiner_emits_strips_with_provenance():
+    source = Document(content="The bridge opened in 1937. " * 3 + "Bees live in colonies with a queen.",
+                      meta={"title": "GG", "file_path": "gg.txt"})
+    refiner = round_trip(KnowledgeRefiner(mode="fixed_num", top_k=2))
+    strips = refiner.run(query="When did the bridge open?", documents=[source])["documents"]
+    assert strips and all(s.meta["crag_source_id"] == source.id for s in strips)
+    for strip in strips:
+        assert source.content[strip.meta["crag_start"]:strip.meta["crag_end"]] == strip.content
+        assert strip.meta["file_path"] == "gg.txt" and strip.meta["crag_origin"] == "internal"
+    web = KnowledgeRefiner(mode="selection", origin="web").run(query="bridge", documents=docs("the bridge"))
+    assert web["documents"][0].meta["crag_origin"] == "web"
+
+
+def test_rewriter_with_generator_without_and_failing():
+    rewriter = round_trip(QueryRewriter(chat_generator=ExtractiveChatGenerator()))
+    assert isinstance(rewriter.chat_generator, ExtractiveChatGenerator)
+    assert rewriter.run(query=INCORRECT_Q) == {"search_query": "capital, Mongolia", "method": "llm", "note": ""}
+    assert QueryRewriter().run(query=INCORRECT_Q)["method"] == "keywords"
+
+    from haystack import component
+    from haystack.dataclasses import ChatMessage
+
+    @component
+    class Broken:
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage]):
+            raise ConnectionError("generator down")
+
+    out = QueryRewriter(chat_generator=Broken()).run(query=INCORRECT_Q)
+    assert out["search_query"] == "capital, Mongolia" and "generator down" in out["note"]
+
+
+def test_serpapi_component_fetches_pages(fake_web, monkeypatch):
+    monkeypatch.setenv("SERPAPI_API_KEY", fake_web.api_key)
+    web = SerpAPIWebSearch(base_url=fake_web.url, allow_private_addresses=["127.0.0.1/32"])
+    out = web.run(query="Henry Feilden")
+    assert out["links"][0] == fake_web.page_url("feilden") and out["issues"] == []
+    assert out["documents"][0].content.startswith("Henry Feilden (Conservative politician):")
+    assert out["documents"][0].meta["url"] == fake_web.page_url("feilden")
+    again = round_trip(web)
+    assert again.run(query="Henry Feilden")["documents"]
+
+
+@pytest.mark.parametrize("fault", ["401", "500", "timeout", "empty"])
+def test_serpapi_component_failures_are_outputs(fake_web, monkeypatch, fault):
+    monkeypatch.setenv("SERPAPI_API_KEY", fake_web.api_key)
+    fake_web.search_fault = fault
+    web = SerpAPIWebSearch(base_url=fake_web.url, timeout=1.0, allow_private_addresses=["127.0.0.1/32"])
+    kept = docs("an internal passage")
+    out = web.run(query="Henry Feilden", fallback_documents=kept)
+    assert out["documents"] == [] and out["fallback"][0].content == "an internal passage"
+    assert out["fallback"][0].meta["crag_fallback"]
+    if fault != "empty":
+        assert out["issues"][0].startswith("web search failed")
+
+
+def test_missing_key_fails_at_construction_and_secrets_never_serialize(monkeypatch):
+    monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="SERPAPI_API_KEY"):
+        SerpAPIWebSearch()
+    monkeypatch.setenv("SERPAPI_API_KEY", "sk-top-secret")
+    for component in (SerpAPIWebSearch(), CRAG(web_search=SerpAPIWebSearch())):
+        assert "sk-top-secret" not in json.dumps(component.to_dict())
+    with pytest.raises(Exception, match=r"[Cc]annot serialize|token"):
+        SerpAPIWebSearch(api_key=Secret.from_token("sk-top-secret")).to_dict()
+
+
+def test_crag_component_sync_and_async(recorded):
+    crag = round_trip(CRAG(web_search=recorded, upper=0.2))
+    assert isinstance(crag.web_search, RecordedWebSearch)
+    out = crag.run(query=INCORRECT_Q, documents=docs("Bees live in colonies."))
+    assert out["action"] == "incorrect" and out["documents"][0].meta["url"].endswith("/Ulaanbaatar")
+    assert out["crag"]["rewritten_query"] == "capital, Mongolia" and out["crag"]["trace"]["steps"]
+    out = asyncio.run(crag.run_async(query=CORRECT_Q, documents=docs("The Golden Gate Bridge opened in May 1937.")))
+    assert out["action"] == "correct" and out["documents"][0].meta["crag_origin"] == "internal"
+
+
+# -- the built pipeline -----------------------------------------------------------------------------
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_pipeline_branches_sync_and_async(store, recorded, question):
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=recorded)
+    result = pipeline.run({"query": question}, include_outputs_from={"joiner"})
+    assert result["evaluator"]["action"] == EXPECTED[question]
+    knowledge = result["joiner"]["documents"]
+    origins = {d.meta["crag_origin"] for d in knowledge}
+    assert origins == {"correct": {"internal"}, "ambiguous": {"internal", "web"}, "incorrect": {"web"}}[
+        EXPECTED[question]]
+    assert result["generator"]["replies"][0].text.startswith("[offline stand-in generator]")
+    assert ("web_search" in result) == (question != CORRECT_Q)  # the web branch runs only when needed
+    if HAYSTACK_3 or hasattr(pipeline, "run_async"):
+        result_async = asyncio.run(pipeline.run_async({"query": question}))
+        assert result_async["generator"]["replies"][0].text == result["generator"]["replies"][0].text
+
+
+def test_pipeline_web_failure_is_visible_and_keeps_documents(store, fake_web, monkeypatch):
+    monkeypatch.setenv("SERPAPI_API_KEY", fake_web.api_key)
+    fake_web.search_fault = "429"
+    web = SerpAPIWebSearch(base_url=fake_web.url, allow_private_addresses=["127.0.0.1/32"])
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=web)
+    result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner"})
+    assert result["evaluator"]["action"] == "incorrect"
+    assert "SerpAPI HTTP 429" in result["web_search"]["issues"][0]
+    kept = result["joiner"]["documents"]
+    assert kept and all("SerpAPI HTTP 429" in d.meta["crag_fallback"] for d in kept)
+
+
+def test_pipeline_without_web_keeps_incorrect_documents_flagged(store):
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator())
+    result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner"})
+    assert result["joiner"]["documents"] and {d.meta["crag_action"] for d in result["joiner"]["documents"]} == {
+        "incorrect"}
+
+
+def test_yaml_round_trip_still_runs(store, recorded):
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=recorded)
+    yaml = pipeline.dumps()
+    assert "crag_haystack.components.retrieval_evaluator.RetrievalEvaluator" in yaml
+    loaded = Pipeline.loads(yaml)
+    result = loaded.run({"query": INCORRECT_Q})
+    assert result["evaluator"]["action"] == "incorrect" and "Ulaanbaatar" in result["generator"]["replies"][0].text
+
+
+@pytest.mark.skipif(not HAYSTACK_3, reason="the deserialization allowlist is new in Haystack 3")
+def test_yaml_loading_needs_only_the_import(tmp_path, recorded):
+    pipeline = Pipeline()
+    pipeline.add_component("crag", CRAG(web_search=recorded))
+    path = tmp_path / "p.yaml"
+    path.write_text(pipeline.dumps())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAYSTACK_DESERIALIZATION")}
+    code = ("import sys; from haystack import Pipeline\n{imp}\n"
+            "p = Pipeline.loads(open(sys.argv[1]).read())\n"
+            "print(p.run({{'crag': {{'query': 'What is the capital of Mongolia?', 'documents': []}}}})"
+            "['crag']['action'])")
+    without = subprocess.run([sys.executable, "-c", code.format(imp=""), str(path)], capture_output=True,
+                             text=True, env=env, timeout=120)
+    assert without.returncode != 0 and "allowlist" in without.stderr
+    with_import = subprocess.run([sys.executable, "-c", code.format(imp="import crag_haystack"), str(path)],
+                                 capture_output=True, text=True, env=env, timeout=120)
+    assert with_import.returncode == 0, with_import.stderr
+    assert with_import.stdout.strip().endswith("incorrect")
+
+
+def test_conditional_router_on_the_evaluator_action(store):
+    routes = [
+        {"condition": "{{ action == 'correct' }}", "output": "documents", "output_name": "trusted",
+         "output_type": list[Document], "output_passthrough": True},
+        {"condition": "{{ True }}", "output": "{{ query }}", "output_name": "needs_web", "output_type": str},
+    ]
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store, top_k=3))
+    pipeline.add_component("evaluator", RetrievalEvaluator())
+    pipeline.add_component("router", ConditionalRouter(routes=routes))
+    pipeline.connect("retriever.documents", "evaluator.documents")
+    pipeline.connect("retriever.documents", "router.documents")
+    pipeline.connect("evaluator.action", "router.action")
+    trusted = pipeline.run({"retriever": {"query": CORRECT_Q}, "evaluator": {"query": CORRECT_Q},
+                            "router": {"query": CORRECT_Q}})
+    assert trusted["router"]["trusted"][0].id == "golden-gate"
+    web = pipeline.run({"retriever": {"query": INCORRECT_Q}, "evaluator": {"query": INCORRECT_Q},
+                        "router": {"query": INCORRECT_Q}})
+    assert web["router"] == {"needs_web": INCORRECT_Q}
+
+
+def test_example_runs_offline():
+    example = Path(__file__).resolve().parents[1] / "examples" / "haystack_pipeline.py"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OLLAMA_HOST")}
+    run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "OFFLINE STAND-IN" in run.stdout
+    for action in ("action: correct", "action: ambiguous", "action: incorrect"):
+        assert action in run.stdout
