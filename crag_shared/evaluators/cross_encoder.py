@@ -21,6 +21,11 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
     - "softmax": 2·p(label 1) − 1, for two-label classifiers.
     Left as None, the map stored in the checkpoint's config (`crag_score_map`) is used, else "softmax"
     for two labels and "sigmoid" otherwise.
+
+    Checkpoints written by `crag train-evaluator` carry `crag_pooling="mean"` in their config: their
+    head reads the attention-masked mean of the encoder's token states instead of the [CLS] pooler
+    (sentence encoders such as all-MiniLM were trained that way). They stay ordinary
+    `*ForSequenceClassification` checkpoints and load here directly.
     """
 
     spec_prefix = "cross-encoder"
@@ -42,6 +47,11 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
             return stored
         return "softmax" if config.num_labels == 2 else "sigmoid"
 
+    def _logits(self, features: dict[str, Any]) -> Any:
+        if getattr(self.model.config, "crag_pooling", None) == "mean":
+            return mean_pooled_logits(self.model, features)
+        return self.model(**features).logits
+
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
         return dict(self._tokenizer([query] * len(texts), list(texts), truncation="longest_first",
                                     max_length=self.max_length))
@@ -53,3 +63,14 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
         if mode == "clip":
             return logits[:, 0]
         return (logits[:, 0] / 2).tanh()
+
+
+def mean_pooled_logits(model: Any, features: dict[str, Any]) -> Any:
+    """Logits from the attention-masked mean of the encoder's last hidden states through `classifier`.
+
+    Shared by training and inference so both compute exactly the same function.
+    """
+    hidden = model.base_model(**features).last_hidden_state
+    mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    return model.classifier(pooled)

@@ -137,6 +137,9 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     def _to_scores(self, logits: Any) -> Any:
         raise NotImplementedError
 
+    def _logits(self, features: dict[str, Any]) -> Any:
+        return self._model(**features).logits
+
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         if not texts:
             return Evaluation([])
@@ -153,7 +156,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
                 features = self._tokenizer.pad({k: [v[i] for i in batch] for k, v in encoded.items()},
                                                return_tensors="pt")
                 features = {k: v.to(self.device) for k, v in features.items()}
-                values = self._to_scores(self._model(**features).logits.float())
+                values = self._to_scores(self._logits(features).float())
                 for i, value in zip(batch, values.tolist()):
                     scores[i] = max(-1.0, min(1.0, float(value)))
         return Evaluation(scores)

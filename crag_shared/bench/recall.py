@@ -1,0 +1,92 @@
+"""`crag bench recall`: does CRAG's knowledge still hold the answer, and how much less text does it hand over?
+
+PopQA's 100 questions with their stored top-10 passages; the web knowledge the CRAG authors recorded for
+each question is served through the real web layer (SerpAPISearch → PageFetcher → trafilatura) by a
+loopback server speaking SerpAPI's JSON and serving one HTML page per recorded page title.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..corrector import Corrector
+from ..evaluators import evaluator_from_spec
+from ..rewrite import keyword_query
+from ..testing import FakeWeb
+from ..types import Passage
+from ..web.fetch import PageFetcher
+from ..web.serpapi import SerpAPISearch
+
+
+def has_answer_word(text: str, answers: Sequence[str]) -> bool:
+    """A gold answer occurs with no word character right before or after it (the data README's rule)."""
+    lowered = text.lower()
+    return any(re.search(rf"(?<!\w){re.escape(a.lower())}(?!\w)", lowered) for a in answers if a.strip())
+
+
+def recorded_pages(web_knowledge: str) -> dict[str, list[str]]:
+    """The recorded knowledge "Title: paragraph ; Title: paragraph" as {page title: paragraphs}."""
+    pages: dict[str, list[str]] = {}
+    for piece in web_knowledge.split(" ; "):
+        title, sep, paragraph = piece.partition(": ")
+        if sep and paragraph.strip():
+            pages.setdefault(title.strip(), []).append(paragraph.strip())
+    return pages
+
+
+def load(bench: Path, queries: int) -> list[dict[str, Any]]:
+    web = {r["idx"]: r for r in map(json.loads, (bench / "popqa_web.jsonl").open(encoding="utf-8"))}
+    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    for row in rows:
+        row["pages"] = recorded_pages(web[row["idx"]]["web_knowledge"])
+    return rows
+
+
+def _score_text(texts: Sequence[str], answers: Sequence[str]) -> tuple[bool, int]:
+    joined = "\n".join(texts)
+    return has_answer_word(joined, answers), len(joined.split())
+
+
+def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, queries: int = 100) -> dict:
+    rows = load(bench, queries)
+    plain = [_score_text([c["text"] for c in r["ctxs"][:10]], r["answers"]) for r in rows]
+    results: dict[str, Any] = {"plain": {"recall": sum(h for h, _ in plain) / len(rows),
+                                         "words": statistics.mean(w for _, w in plain)}}
+    with FakeWeb() as web:
+        for row in rows:
+            names = []
+            for j, (title, paragraphs) in enumerate(row["pages"].items()):
+                names.append(f"q{row['idx']}-{j}")
+                web.add(names[-1], title, paragraphs)
+            web.results[keyword_query(row["question"])] = names
+        search = SerpAPISearch(api_key=web.api_key, base_url=web.url,
+                               fetcher=PageFetcher(allow_private_addresses=["127.0.0.1/32"]))
+        for spec in evaluators:
+            corrector = Corrector(evaluator=evaluator_from_spec(spec), web_search=search)
+            hits, words, actions, fallbacks = [], [], Counter(), 0
+            for row in rows:
+                passages = [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in row["ctxs"][:10]]
+                result = corrector.correct(row["question"], passages)
+                hit, count = _score_text([s.text for s in result.knowledge], row["answers"])
+                hits.append(hit)
+                words.append(count)
+                actions[result.action.value] += 1
+                fallbacks += bool(result.fallbacks)
+            results[spec] = {"recall": sum(hits) / len(rows), "words": statistics.mean(words),
+                             "actions": dict(actions), "queries_with_fallback": fallbacks}
+    base = results["plain"]
+    out.write(f"crag bench recall: {len(rows)} PopQA questions; web knowledge served on loopback through "
+              f"SerpAPISearch + PageFetcher\n  plain RAG (top-10 as stored): answer recall {base['recall']:.2f}, "
+              f"{base['words']:.0f} words per question\n")
+    for spec in evaluators:
+        r = results[spec]
+        out.write(f"  CRAG with {spec}: answer recall {r['recall']:.2f}, {r['words']:.0f} words per question = "
+                  f"{r['words'] / base['words']:.0%} of plain RAG; actions {r['actions']}; "
+                  f"{r['queries_with_fallback']} queries took a fallback\n")
+    return results

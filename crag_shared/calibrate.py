@@ -1,0 +1,70 @@
+"""`crag calibrate`: fit the two action thresholds to labelled data with the paper's Eq. 2."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from .data import Pair, by_query
+from .evaluators.base import RetrievalEvaluator
+from .policy import Calibration
+
+
+def score_by_query(evaluator: RetrievalEvaluator, pairs: Sequence[Pair], *, progress: bool = True
+                   ) -> tuple[list[list[float]], list[list[bool]]]:
+    """One evaluator call per query (all its passages in one batch), with a progress bar."""
+    from tqdm.auto import tqdm
+
+    scores, labels = [], []
+    for group in tqdm(list(by_query(pairs).values()), desc="scoring", unit="query", disable=not progress):
+        scores.append(evaluator.score(group[0].query, [p.passage for p in group]))
+        labels.append([p.relevant for p in group])
+    return scores, labels
+
+
+def write_outputs(result: Calibration, evaluator_spec: str, scores: Sequence[Sequence[float]],
+                  labels: Sequence[Sequence[bool]], json_path: str | Path, png_path: str | Path | None) -> dict:
+    """Thresholds JSON (readable by `ActionPolicy.load` and every adapter's `thresholds_path`) and a PNG."""
+    summary = {"upper": result.policy.upper, "lower": result.policy.lower, "objective": result.objective,
+               "alpha": result.alpha, "evaluator": evaluator_spec, "queries": len(scores),
+               "actions": result.actions, "accuracy": result.accuracy}
+    Path(json_path).write_text(json.dumps(summary, indent=2) + "\n")
+    if png_path:
+        plot(result, scores, labels, png_path)
+    return summary
+
+
+def plot(result: Calibration, scores: Sequence[Sequence[float]], labels: Sequence[Sequence[bool]],
+         path: str | Path) -> None:
+    """Left: score histograms per label with the chosen thresholds. Right: Eq. 2 over the grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    flat = [(s, y) for row, ys in zip(scores, labels) for s, y in zip(row, ys)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    bins = [i / 25 - 1 for i in range(51)]
+    left.hist([s for s, y in flat if y], bins=bins, alpha=0.6, label="relevant passages", color="tab:green")
+    left.hist([s for s, y in flat if not y], bins=bins, alpha=0.6, label="irrelevant passages", color="tab:red")
+    for value, name, style in ((result.policy.upper, "upper", "-"), (result.policy.lower, "lower", "--")):
+        left.axvline(value, color="black", linestyle=style, label=f"{name} = {value:+.2f}")
+    left.set_xlabel("evaluator score")
+    left.set_ylabel("passages")
+    left.set_title("scores per label and the chosen thresholds")
+    left.legend()
+    grid = result.grid
+    surface = [[v if not math.isnan(v) else float("nan") for v in row] for row in result.surface]
+    image = right.imshow(surface, origin="lower", extent=(grid[0], grid[-1], grid[0], grid[-1]), aspect="auto",
+                         cmap="viridis")
+    right.plot([result.policy.lower], [result.policy.upper], "r*", markersize=14, label="maximum")
+    right.set_xlabel("lower threshold")
+    right.set_ylabel("upper threshold")
+    right.set_title(f"Eq. 2 objective (alpha = {result.alpha:g}), max {result.objective:.3f}")
+    right.legend(loc="lower right")
+    fig.colorbar(image, ax=right)
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+    plt.close(fig)

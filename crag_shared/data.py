@@ -1,0 +1,108 @@
+"""Labelled (query, passage, relevant) pairs for calibration, training and accuracy benchmarks."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Pair:
+    query: str
+    passage: str
+    relevant: bool
+    query_id: str
+    split: str | None = None
+
+
+def _label(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "relevant", "+1"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "-1", "false", "no", "irrelevant"):
+        return False
+    raise ValueError(f"cannot read {value!r} as a relevance label")
+
+
+def load_pairs(path: str | Path, *, top_k: int = 10) -> list[Pair]:
+    """Read JSONL pairs, one object a line, in either format:
+
+    - pairs: `query` (or `question`), `passage` (or `text`), `label` (or `relevant`: bool, ±1, 0/1),
+      optional `query_id`/`question_id` and `split`;
+    - PopQA retrieval records (`question` + `ctxs` list, as in CRAG's data): the first `top_k` ctxs
+      become pairs labelled by their `relevant` field, the question's `idx` is its id.
+    """
+    pairs: list[Pair] = []
+    with Path(path).open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            try:
+                if "ctxs" in row:
+                    qid = str(row.get("idx", row.get("id", number)))
+                    split = row.get("split")
+                    pairs.extend(Pair(row["question"], c.get("text") or "", _label(c["relevant"]), qid, split)
+                                 for c in row["ctxs"][:top_k])
+                    continue
+                query = row.get("query", row.get("question"))
+                passage = row.get("passage", row.get("text"))
+                label = row["label"] if "label" in row else row["relevant"]
+                qid = str(row.get("query_id", row.get("question_id", query)))
+                pairs.append(Pair(query, passage or "", _label(label), qid, row.get("split")))
+            except (KeyError, TypeError, ValueError) as error:
+                raise ValueError(f"{path}:{number}: not a labelled pair ({error})") from error
+    return pairs
+
+
+def by_query(pairs: Iterable[Pair]) -> dict[str, list[Pair]]:
+    grouped: dict[str, list[Pair]] = defaultdict(list)
+    for pair in pairs:
+        grouped[pair.query_id].append(pair)
+    return dict(grouped)
+
+
+def split_by_query(pairs: Sequence[Pair], validation: float = 0.15,
+                   salt: str = "crag") -> tuple[list[Pair], list[Pair]]:
+    """A deterministic train/validation split by query (no query's passages on both sides).
+
+    Pairs with a `split` column use it ("eval"/"validation"/"dev"/"test" go to validation)."""
+    if any(p.split for p in pairs):
+        held = {"eval", "validation", "dev", "test"}
+        return [p for p in pairs if p.split not in held], [p for p in pairs if p.split in held]
+
+    def held_out(pair: Pair) -> bool:
+        digest = hashlib.md5(f"{salt}:{pair.query_id}".encode()).hexdigest()
+        return int(digest[:8], 16) / 0xFFFFFFFF < validation
+
+    return [p for p in pairs if not held_out(p)], [p for p in pairs if held_out(p)]
+
+
+def kfold_by_query(pairs: Sequence[Pair], k: int, salt: str = "crag") -> list[tuple[list[Pair], list[Pair]]]:
+    """k (train, test) splits by query id."""
+    def fold(pair: Pair) -> int:
+        return int(hashlib.md5(f"{salt}:{pair.query_id}".encode()).hexdigest()[:8], 16) % k
+
+    return [([p for p in pairs if fold(p) != i], [p for p in pairs if fold(p) == i]) for i in range(k)]
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve (ties count half); nan when one class is missing."""
+    positives = [s for s, y in zip(scores, labels) if y]
+    negatives = sorted(s for s, y in zip(scores, labels) if not y)
+    if not positives or not negatives:
+        return float("nan")
+    total = 0.0
+    for score in positives:
+        below = bisect.bisect_left(negatives, score)
+        ties = bisect.bisect_right(negatives, score) - below
+        total += below + ties / 2
+    return total / (len(positives) * len(negatives))

@@ -1,0 +1,205 @@
+"""`crag train-evaluator`: fine-tune a retrieval evaluator on labelled pairs, on a CPU if need be.
+
+The paper's recipe (Appendix B and section 4.2): regression of +1/-1 labels on a sequence-classification
+head (MSE), AdamW, a linear schedule. What makes it learn within a CPU budget on a sentence encoder such
+as all-MiniLM: mean pooling of the token states (those encoders were trained that way; their [CLS]
+pooler is untrained), a 20x higher learning rate for the new head than for the encoder, length-grouped
+batches (little padding) and sequences cut at 256 tokens. Validation is by query, with early stopping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .data import Pair, auroc
+from .evaluators.cross_encoder import mean_pooled_logits
+from .evaluators.hf import require_torch
+from .evaluators.t5 import T5Evaluator
+
+
+@dataclass
+class TrainConfig:
+    base_model: str
+    out: str
+    kind: Literal["bert", "t5"] = "bert"
+    pooling: Literal["mean", "cls"] = "mean"
+    epochs: float = 1.0
+    max_steps: int | None = None
+    batch_size: int = 16
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    warmup: float = 0.1
+    max_length: int = 256
+    eval_every: int = 100
+    eval_limit: int = 1000
+    patience: int = 4
+    seed: int = 0
+    threads: int | None = None
+
+
+@dataclass
+class TrainReport:
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
+    best_auroc: float = float("nan")
+    steps: int = 0
+    seconds: float = 0.0
+    stopped_early: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Model:
+    """The evaluator being trained: loading, encoding and the forward pass, exactly as at inference."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        _, transformers = require_torch()
+        self.config = config
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(config.base_model)
+        if config.kind == "t5":
+            self.model = transformers.T5ForSequenceClassification.from_pretrained(config.base_model, num_labels=1)
+            if getattr(self.model.config, "decoder_start_token_id", None) is None:
+                self.model.config.decoder_start_token_id = self.tokenizer.pad_token_id
+            self.head = self.model.classification_head
+        else:
+            self.model = transformers.AutoModelForSequenceClassification.from_pretrained(config.base_model,
+                                                                                          num_labels=1)
+            if config.pooling == "mean":
+                self.model.config.crag_pooling = "mean"
+            self.model.config.crag_score_map = "clip"
+            self.head = self.model.classifier
+        self.model.config.problem_type = "regression"
+
+    def encode(self, pairs: Sequence[Pair]) -> list[dict[str, list[int]]]:
+        if not pairs:
+            return []
+        if self.config.kind == "t5":
+            texts = [f"{p.query}{T5Evaluator.separator}{p.passage}" for p in pairs]
+            encoded = self.tokenizer(texts, truncation=True, max_length=self.config.max_length)
+        else:
+            encoded = self.tokenizer([p.query for p in pairs], [p.passage for p in pairs],
+                                     truncation="longest_first", max_length=self.config.max_length)
+        keys = list(encoded.keys())
+        return [{k: encoded[k][i] for k in keys} for i in range(len(pairs))]
+
+    def logits(self, features: dict[str, Any]) -> Any:
+        if self.config.kind == "bert" and self.config.pooling == "mean":
+            return mean_pooled_logits(self.model, features)[:, 0]
+        return self.model(**features).logits[:, 0]
+
+    def batch(self, items: Sequence[dict[str, list[int]]]) -> dict[str, Any]:
+        return dict(self.tokenizer.pad(list(items), return_tensors="pt"))
+
+
+def _length_grouped(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of similar-length examples: random order, little padding."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    chunk = batch_size * 32
+    batches = []
+    for start in range(0, len(order), chunk):
+        block = sorted(order[start:start + chunk], key=lengths.__getitem__)
+        batches.extend(block[i:i + batch_size] for i in range(0, len(block), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def score_pairs(model: _Model, encoded: Sequence[dict[str, list[int]]], batch_size: int = 64) -> list[float]:
+    torch, _ = require_torch()
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
+    scores = [0.0] * len(encoded)
+    model.model.eval()
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            for i, value in zip(index, model.logits(model.batch([encoded[i] for i in index])).tolist()):
+                scores[i] = value
+    return scores
+
+
+def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: TrainConfig, *,
+                    progress: bool = True, log: Callable[[str], None] = print) -> TrainReport:
+    """Fine-tune, validate every `eval_every` steps (AUROC on up to `eval_limit` validation pairs),
+    stop after `patience` evaluations without improvement, and save the best model with `save_pretrained`
+    (plus `training_report.json`) to `config.out`."""
+    torch, transformers = require_torch()
+    from tqdm.auto import tqdm
+
+    if not train:
+        raise ValueError("no training pairs")
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    rng = random.Random(config.seed)
+    torch.manual_seed(config.seed)
+    model = _Model(config)
+    train_items = model.encode(train)
+    targets = [1.0 if p.relevant else -1.0 for p in train]
+    held = list(validation)
+    rng.shuffle(held)
+    held = held[: config.eval_limit]
+    held_items = model.encode(held)
+    held_labels = [p.relevant for p in held]
+
+    lengths = [len(item["input_ids"]) for item in train_items]
+    steps_per_epoch = -(-len(train_items) // config.batch_size)
+    total = config.max_steps or max(1, int(steps_per_epoch * config.epochs))
+    head_ids = {id(p) for p in model.head.parameters()}
+    optimizer = torch.optim.AdamW([
+        {"params": [p for p in model.model.parameters() if id(p) not in head_ids], "lr": config.lr},
+        {"params": list(model.head.parameters()), "lr": config.head_lr},
+    ], weight_decay=0.01)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(total * config.warmup), total)
+
+    report, best_state, bad_evals, step, started = TrainReport(), None, 0, 0, time.perf_counter()
+    losses: list[float] = []
+    bar = tqdm(total=total, desc="training", disable=not progress)
+    while step < total and not report.stopped_early:
+        for batch in _length_grouped(lengths, config.batch_size, rng):
+            model.model.train()
+            features = model.batch([train_items[i] for i in batch])
+            target = torch.tensor([targets[i] for i in batch])
+            loss = torch.nn.functional.mse_loss(model.logits(features), target)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+            step += 1
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+            if step % config.eval_every == 0 or step == total:
+                value = auroc(score_pairs(model, held_items), held_labels) if held else float("nan")
+                entry = {"step": step, "loss": sum(losses[-config.eval_every:]) / len(losses[-config.eval_every:]),
+                         "val_auroc": value, "seconds": time.perf_counter() - started}
+                report.history.append(entry)
+                log(f"step {step}/{total}: loss {entry['loss']:.4f}, validation AUROC {value:.4f}, "
+                    f"{entry['seconds']:.0f} s")
+                if not held or math.isnan(report.best_auroc) or value > report.best_auroc:
+                    report.best_auroc, report.best_step, bad_evals = value, step, 0
+                    best_state = {k: v.detach().clone() for k, v in model.model.state_dict().items()}
+                else:
+                    bad_evals += 1
+                    if bad_evals >= config.patience:
+                        report.stopped_early = True
+                        break
+            if step >= total:
+                break
+    bar.close()
+    if best_state is not None:
+        model.model.load_state_dict(best_state)
+    report.steps, report.seconds = step, time.perf_counter() - started
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.model.save_pretrained(str(out))
+    model.tokenizer.save_pretrained(str(out))
+    (out / "training_report.json").write_text(json.dumps({"config": asdict(config), **report.to_dict()}, indent=2))
+    return report
