@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--base-model", required=True, help="local directory or hub id to start from")
     train.add_argument("--out", required=True, help="where to save_pretrained the best model")
     train.add_argument("--kind", choices=["bert", "t5"], default="bert")
-    train.add_argument("--pooling", choices=["mean", "cls"], default="mean", help="BERT-style head input")
+    train.add_argument("--pooling", choices=["pair", "mean", "cls"], default="pair", help="BERT-style head input")
     train.add_argument("--validation", type=float, default=0.15, help="share of queries held out (no split column)")
     train.add_argument("--validation-data", help="a separate JSONL file to validate on instead")
     train.add_argument("--epochs", type=float, default=1.0)

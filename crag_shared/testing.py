@@ -50,10 +50,9 @@ def build_tokenizer(texts: Iterable[str], path: str | Path, kind: Literal["t5", 
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
             special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
         extra = {"cls_token": "[CLS]", "sep_token": "[SEP]"}
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]",
-                                                unk_token="[UNK]", model_max_length=512, **extra)
-    if kind == "t5":
-        fast.model_input_names = ["input_ids", "attention_mask"]
+    names = ["input_ids", "attention_mask"] if kind == "t5" else ["input_ids", "token_type_ids", "attention_mask"]
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]",
+                                                model_max_length=512, model_input_names=names, **extra)
     fast.save_pretrained(str(path))
     return fast
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
 
@@ -22,8 +23,11 @@ STOPWORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=200_000)
 def fold(word: str) -> str:
-    """Lower-case, strip accents and a possessive, and reduce a plural: a cheap, language-light stem."""
+    """Lower-case, strip accents and a possessive, and reduce a plural: a cheap, language-light stem.
+
+    Cached: the same words recur across passages, strips and queries, and this is the lexical hot path."""
     word = unicodedata.normalize("NFKD", word.casefold())
     word = "".join(c for c in word if not unicodedata.combining(c))
     word = re.sub(r"['’]s$", "", word).replace("’", "'")

@@ -2,9 +2,10 @@
 
 The paper's recipe (Appendix B and section 4.2): regression of +1/-1 labels on a sequence-classification
 head (MSE), AdamW, a linear schedule. What makes it learn within a CPU budget on a sentence encoder such
-as all-MiniLM: mean pooling of the token states (those encoders were trained that way; their [CLS]
-pooler is untrained), a 20x higher learning rate for the new head than for the encoder, length-grouped
-batches (little padding) and sequences cut at 256 tokens. Validation is by query, with early stopping.
+as all-MiniLM ([CLS]-pooler heads stayed at AUROC ~0.55): "pair" pooling, a head that starts as the
+encoder's own cosine similarity of question and passage (see `pooled_logits`), a 20x higher learning
+rate for the head than for the encoder, length-grouped batches (little padding) and sequences cut at
+`max_length` tokens. Validation is by query, with early stopping.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .data import Pair, auroc
-from .evaluators.cross_encoder import mean_pooled_logits
+from .evaluators.cross_encoder import pooled_logits
 from .evaluators.hf import require_torch
 from .evaluators.t5 import T5Evaluator
 
@@ -29,7 +30,7 @@ class TrainConfig:
     base_model: str
     out: str
     kind: Literal["bert", "t5"] = "bert"
-    pooling: Literal["mean", "cls"] = "mean"
+    pooling: Literal["pair", "mean", "cls"] = "pair"
     epochs: float = 1.0
     max_steps: int | None = None
     batch_size: int = 16
@@ -72,8 +73,13 @@ class _Model:
         else:
             self.model = transformers.AutoModelForSequenceClassification.from_pretrained(config.base_model,
                                                                                           num_labels=1)
-            if config.pooling == "mean":
-                self.model.config.crag_pooling = "mean"
+            if config.pooling != "cls":
+                self.model.config.crag_pooling = config.pooling
+            if config.pooling == "pair":  # start as a scaled cosine: 4·cos − 2, about 0 at cos 0.5
+                torch = require_torch()[0]
+                with torch.no_grad():
+                    self.model.classifier.weight.fill_(4.0)
+                    self.model.classifier.bias.fill_(-2.0)
             self.model.config.crag_score_map = "clip"
             self.head = self.model.classifier
         self.model.config.problem_type = "regression"
@@ -85,15 +91,14 @@ class _Model:
             texts = [f"{p.query}{T5Evaluator.separator}{p.passage}" for p in pairs]
             encoded = self.tokenizer(texts, truncation=True, max_length=self.config.max_length)
         else:
+            extra = {"return_token_type_ids": True} if self.config.pooling == "pair" else {}
             encoded = self.tokenizer([p.query for p in pairs], [p.passage for p in pairs],
-                                     truncation="longest_first", max_length=self.config.max_length)
+                                     truncation="longest_first", max_length=self.config.max_length, **extra)
         keys = list(encoded.keys())
         return [{k: encoded[k][i] for k in keys} for i in range(len(pairs))]
 
     def logits(self, features: dict[str, Any]) -> Any:
-        if self.config.kind == "bert" and self.config.pooling == "mean":
-            return mean_pooled_logits(self.model, features)[:, 0]
-        return self.model(**features).logits[:, 0]
+        return pooled_logits(self.model, features)[:, 0]
 
     def batch(self, items: Sequence[dict[str, list[int]]]) -> dict[str, Any]:
         return dict(self.tokenizer.pad(list(items), return_tensors="pt"))

@@ -86,16 +86,16 @@ def overfit_pairs(n=32):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["bert", "t5"])
-def test_training_lowers_the_loss_and_the_model_reloads(kind, tmp_path):
+@pytest.mark.parametrize("kind,pooling", [("bert", "pair"), ("bert", "mean"), ("t5", "cls")])
+def test_training_lowers_the_loss_and_the_model_reloads(kind, pooling, tmp_path):
     from crag_shared.testing import build_bert_evaluator, build_t5_evaluator
     from crag_shared.train import TrainConfig, train_evaluator
 
     pairs = overfit_pairs()
     texts = [p.query + " " + p.passage for p in pairs]
     base = (build_bert_evaluator if kind == "bert" else build_t5_evaluator)(tmp_path / "base", texts)
-    config = TrainConfig(base_model=str(base), out=str(tmp_path / "out"), kind=kind, max_steps=40, batch_size=8,
-                         lr=1e-3, head_lr=1e-2, eval_every=10, warmup=0.0)
+    config = TrainConfig(base_model=str(base), out=str(tmp_path / "out"), kind=kind, pooling=pooling, max_steps=40,
+                         batch_size=8, lr=1e-3, head_lr=1e-2, eval_every=10, warmup=0.0)
     report = train_evaluator(pairs, pairs[:16], config, progress=False, log=lambda _: None)
     assert report.history[-1]["loss"] < report.history[0]["loss"]
     assert report.steps == 40 and (tmp_path / "out" / "training_report.json").exists()
@@ -103,7 +103,7 @@ def test_training_lowers_the_loss_and_the_model_reloads(kind, tmp_path):
     scores = evaluator.score(pairs[1].query, [pairs[1].passage, pairs[0].passage])
     assert len(scores) == 2 and scores[0] > scores[1]  # it learned the toy task
     if kind == "bert":
-        assert evaluator.model.config.crag_pooling == "mean" and evaluator.score_map == "clip"
+        assert evaluator.model.config.crag_pooling == pooling and evaluator.score_map == "clip"
 
 
 def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):

@@ -22,9 +22,9 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
     Left as None, the map stored in the checkpoint's config (`crag_score_map`) is used, else "softmax"
     for two labels and "sigmoid" otherwise.
 
-    Checkpoints written by `crag train-evaluator` carry `crag_pooling="mean"` in their config: their
-    head reads the attention-masked mean of the encoder's token states instead of the [CLS] pooler
-    (sentence encoders such as all-MiniLM were trained that way). They stay ordinary
+    Checkpoints written by `crag train-evaluator` carry `crag_pooling` in their config ("pair" or
+    "mean"; see `pooled_logits`): their head reads mean-pooled token states instead of the [CLS]
+    pooler, which sentence encoders such as all-MiniLM never trained. They stay ordinary
     `*ForSequenceClassification` checkpoints and load here directly.
     """
 
@@ -48,13 +48,13 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
         return "softmax" if config.num_labels == 2 else "sigmoid"
 
     def _logits(self, features: dict[str, Any]) -> Any:
-        if getattr(self.model.config, "crag_pooling", None) == "mean":
-            return mean_pooled_logits(self.model, features)
-        return self.model(**features).logits
+        return pooled_logits(self.model, features)
 
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
+        pair_pooling = getattr(self.model.config, "crag_pooling", None) == "pair"
         return dict(self._tokenizer([query] * len(texts), list(texts), truncation="longest_first",
-                                    max_length=self.max_length))
+                                    max_length=self.max_length, **({"return_token_type_ids": True} if pair_pooling
+                                                                   else {})))
 
     def _to_scores(self, logits: Any) -> Any:
         mode = self.score_map
@@ -65,12 +65,34 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
         return (logits[:, 0] / 2).tanh()
 
 
-def mean_pooled_logits(model: Any, features: dict[str, Any]) -> Any:
-    """Logits from the attention-masked mean of the encoder's last hidden states through `classifier`.
+def _masked_mean(hidden: Any, mask: Any) -> Any:
+    mask = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
-    Shared by training and inference so both compute exactly the same function.
+
+def pooled_logits(model: Any, features: dict[str, Any]) -> Any:
+    """Logits of a sequence-classification model under its `crag_pooling` (shared by training and inference).
+
+    - None: the model's own head ([CLS] pooler for BERT);
+    - "mean": `classifier` over the attention-masked mean of the last hidden states;
+    - "pair": question and passage tokens (token type 0 and 1) are mean-pooled separately, L2-normalised,
+      and `classifier` reads their elementwise product: with uniform weights that is a scaled cosine,
+      so a sentence encoder starts from its pretrained notion of relatedness and training refines it.
     """
-    hidden = model.base_model(**features).last_hidden_state
-    mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-    return model.classifier(pooled)
+    pooling = getattr(model.config, "crag_pooling", None)
+    if pooling is None:
+        return model(**features).logits
+    inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    hidden = model.base_model(**inputs).last_hidden_state
+    mask = features["attention_mask"]
+    if pooling == "mean":
+        return model.classifier(_masked_mean(hidden, mask))
+    if pooling == "pair":
+        if "token_type_ids" not in features:
+            raise ValueError("crag_pooling='pair' needs a tokenizer that returns token_type_ids (BERT-style pairs)")
+        types = features["token_type_ids"]
+        question = _masked_mean(hidden, mask * (types == 0))
+        passage = _masked_mean(hidden, mask * (types == 1))
+        normalize = __import__("torch").nn.functional.normalize
+        return model.classifier(normalize(question, dim=-1) * normalize(passage, dim=-1))
+    raise ValueError(f"unknown crag_pooling {pooling!r} in the model config")
