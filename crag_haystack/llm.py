@@ -14,10 +14,6 @@ class HaystackChatLLM:
     def __init__(self, chat_generator: Any) -> None:
         self.chat_generator = chat_generator
 
-    def warm_up(self) -> None:
-        if hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
-
     def complete(self, prompt: str) -> str:
         replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
         return (replies[0].text or "") if replies else ""
@@ -28,3 +24,14 @@ class HaystackChatLLM:
             replies = result["replies"]
             return (replies[0].text or "") if replies else ""
         return await asyncio.to_thread(self.complete, prompt)
+
+
+def as_llm(chat_generator: Any | None) -> HaystackChatLLM | None:
+    return HaystackChatLLM(chat_generator) if chat_generator is not None else None
+
+
+def warm_up_all(*parts: Any) -> None:
+    """Warm up evaluators and generators held by a component (each only if it has `warm_up`)."""
+    for part in parts:
+        if part is not None and hasattr(part, "warm_up"):
+            part.warm_up()

@@ -10,7 +10,7 @@ from crag_shared import CorrectionResult, CRAGConfig
 from crag_shared.config import result_metadata
 
 from ..convert import strip_document, to_passage
-from ..llm import HaystackChatLLM
+from ..llm import as_llm, warm_up_all
 from ..serialization import nested_from_dict_inplace, nested_to_dict
 
 
@@ -30,13 +30,11 @@ class CRAG:
         self.config = CRAGConfig.from_dict(settings)
         self.web_search = web_search
         self.chat_generator = chat_generator
-        llm = HaystackChatLLM(chat_generator) if chat_generator is not None else None
+        llm = as_llm(chat_generator)
         self._corrector = self.config.build(llm=llm, web_search=web_search.provider if web_search else None)
 
     def warm_up(self) -> None:
-        self._corrector.evaluator.warm_up()
-        if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
+        warm_up_all(self._corrector.evaluator, self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, web_search=nested_to_dict(self.web_search),

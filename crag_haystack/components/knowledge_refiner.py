@@ -9,7 +9,7 @@ from haystack import Document, component, default_to_dict
 from crag_shared import Corrector, CRAGConfig, StripRefiner
 
 from ..convert import strip_document, to_passage
-from ..llm import HaystackChatLLM
+from ..llm import as_llm, warm_up_all
 from ..serialization import nested_from_dict_inplace, nested_to_dict
 
 
@@ -36,15 +36,13 @@ class KnowledgeRefiner:
         self.origin = origin
         self.score_titles = score_titles
         self.chat_generator = chat_generator
-        llm = HaystackChatLLM(chat_generator) if chat_generator is not None else None
+        llm = as_llm(chat_generator)
         refiner = StripRefiner(mode, top_k=top_k, threshold=threshold)
         self._corrector = Corrector(evaluator=CRAGConfig(evaluator=evaluator).make_evaluator(llm), refiner=refiner,
                                     web_refiner=refiner, score_titles=score_titles)
 
     def warm_up(self) -> None:
-        self._corrector.evaluator.warm_up()
-        if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
+        warm_up_all(self._corrector.evaluator, self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, evaluator=self.evaluator, mode=self.mode, top_k=self.top_k,

@@ -9,7 +9,7 @@ from haystack import component, default_to_dict
 from crag_shared import QueryRewriter as CoreRewriter
 from crag_shared.rewrite import PAPER_REWRITE_PROMPT
 
-from ..llm import HaystackChatLLM
+from ..llm import as_llm, warm_up_all
 from ..serialization import nested_from_dict_inplace, nested_to_dict
 
 
@@ -26,12 +26,11 @@ class QueryRewriter:
         self.chat_generator = chat_generator
         self.template = template
         self.max_keywords = max_keywords
-        llm = HaystackChatLLM(chat_generator) if chat_generator is not None else None
+        llm = as_llm(chat_generator)
         self._rewriter = CoreRewriter(llm, template=template, max_keywords=max_keywords)
 
     def warm_up(self) -> None:
-        if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
+        warm_up_all(self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, chat_generator=nested_to_dict(self.chat_generator), template=self.template,

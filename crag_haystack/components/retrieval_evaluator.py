@@ -10,7 +10,7 @@ from haystack import Document, component, default_to_dict
 from crag_shared import Action, CorrectionResult, CRAGConfig
 
 from ..convert import scored_copy, to_passage
-from ..llm import HaystackChatLLM
+from ..llm import as_llm, warm_up_all
 from ..serialization import nested_from_dict_inplace, nested_to_dict
 
 
@@ -34,14 +34,12 @@ class RetrievalEvaluator:
         self.thresholds_path = thresholds_path
         self.score_titles = score_titles
         self.chat_generator = chat_generator
-        llm = HaystackChatLLM(chat_generator) if chat_generator is not None else None
+        llm = as_llm(chat_generator)
         self._corrector = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
                                      score_titles=score_titles).build(llm=llm)
 
     def warm_up(self) -> None:
-        self._corrector.evaluator.warm_up()
-        if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
+        warm_up_all(self._corrector.evaluator, self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, evaluator=self.evaluator, upper=self.upper, lower=self.lower,

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from ..types import Passage, WebSearchResponse
+
+
+def require_key(api_key: str | None, env_var: str, provider: str) -> str:
+    """The API key from the argument or the environment; a clear error at construction when neither is set."""
+    key = api_key or os.environ.get(env_var)
+    if not key:
+        raise ValueError(f"{provider} needs an API key: pass api_key=... or set {env_var}")
+    return key
 
 
 class WebSearchError(RuntimeError):

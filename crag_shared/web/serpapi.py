@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
-from .base import WebSearchError
+from .base import WebSearchError, require_key
 from .fetch import PageFetcher
 from .fetching import FetchingWebSearch
 
@@ -29,12 +28,9 @@ class SerpAPISearch(FetchingWebSearch):
                  gl: str | None = None, location: str | None = None, params: dict[str, Any] | None = None,
                  base_url: str | None = None, timeout: float = 10.0, fetch_pages: bool = True,
                  fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20) -> None:
-        key = api_key or os.environ.get("SERPAPI_API_KEY")
-        if not key:
-            raise ValueError("SerpAPISearch needs an API key: pass api_key=... or set SERPAPI_API_KEY")
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
                          min_paragraph_chars=min_paragraph_chars)
-        self._api_key = key
+        self._api_key = require_key(api_key, "SERPAPI_API_KEY", "SerpAPISearch")
         self.engine = engine
         self.num_results = num_results
         self.params = {k: v for k, v in {"hl": hl, "gl": gl, "location": location}.items() if v} | (params or {})

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 import httpx
 
-from .base import WebSearchError
+from .base import WebSearchError, require_key
 from .fetch import PageFetcher
 from .fetching import FetchingWebSearch
 
@@ -26,12 +25,9 @@ class SerperSearch(FetchingWebSearch):
                  location: str | None = None, base_url: str = SERPER_URL, timeout: float = 10.0,
                  fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
                  transport: httpx.BaseTransport | None = None) -> None:
-        key = api_key or os.environ.get("SERPER_API_KEY")
-        if not key:
-            raise ValueError("SerperSearch needs an API key: pass api_key=... or set SERPER_API_KEY")
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
                          min_paragraph_chars=min_paragraph_chars)
-        self._api_key = key
+        self._api_key = require_key(api_key, "SERPER_API_KEY", "SerperSearch")
         self.num_results = num_results
         self.params = {k: v for k, v in {"gl": gl, "hl": hl, "location": location}.items() if v}
         self.base_url = base_url.rstrip("/")
