@@ -33,6 +33,28 @@ def _sentence_splitter(language: str):
     return SentenceSplitter(language=language)
 
 
+@lru_cache(maxsize=8192)
+def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
+    """Character spans of the sentences of `text` (sentence-splitter's Moses rules).
+
+    Cached: splitting costs ~0.3 ms per 100 words, and the same passages come back across queries."""
+    spans, cursor = [], 0
+    for sentence in _sentence_splitter(language).split(text):
+        if not sentence:
+            continue
+        start = text.find(sentence, cursor)
+        if start < 0:  # the splitter normalised something; anchor on the first word instead
+            first = sentence.split()[0]
+            start = text.find(first, cursor)
+            start = cursor if start < 0 else start
+            end = min(len(text), start + len(sentence))
+        else:
+            end = start + len(sentence)
+        spans.append((start, end))
+        cursor = end
+    return tuple(spans)
+
+
 class StripRefiner:
     """Turns passages into the few knowledge strips that matter for the query.
 
@@ -102,25 +124,8 @@ class StripRefiner:
             groups[-1] = groups[-1] + tail
         return [(g[0][0], g[-1][1]) for g in groups]
 
-    def _sentence_spans(self, text: str) -> list[tuple[int, int]]:
-        spans, cursor = [], 0
-        for sentence in _sentence_splitter(self.language).split(text):
-            if not sentence:
-                continue
-            start = text.find(sentence, cursor)
-            if start < 0:  # the splitter normalised something; anchor on the first word instead
-                first = sentence.split()[0]
-                start = text.find(first, cursor)
-                start = cursor if start < 0 else start
-                end = min(len(text), start + len(sentence))
-            else:
-                end = start + len(sentence)
-            spans.append((start, end))
-            cursor = end
-        return spans
-
     def _excerpts(self, text: str) -> list[tuple[int, int]]:
-        sentences = self._sentence_spans(text)
+        sentences = sentence_spans(self.language, text)
         if len(sentences) <= 2:
             return self._whole(text)
         groups: list[list[tuple[int, int]]] = [[]]
