@@ -68,7 +68,7 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
     from .bench.accuracy import run
 
     run(sys.stdout, args.data, args.evaluator or ["lexical"], thresholds=args.thresholds, kfold=args.kfold,
-        base_model=args.base_model, train_steps=args.train_steps)
+        base_model=args.base_model, train_steps=args.train_steps, split=args.split)
     return 0
 
 
@@ -78,7 +78,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .evaluators import evaluator_from_spec
     from .policy import calibrate
 
-    pairs = load_pairs(args.data)
+    pairs = [p for p in load_pairs(args.data) if args.split is None or p.split == args.split]
+    if not pairs:
+        raise SystemExit(f"no pairs in {args.data}" + (f" with split {args.split!r}" if args.split else ""))
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = calibrate(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)
@@ -140,12 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("--kfold", type=int, default=0, help="also train and test k folds by question")
     accuracy.add_argument("--base-model", help="model to train from in --kfold")
     accuracy.add_argument("--train-steps", type=int, default=100)
+    accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     accuracy.set_defaults(func=_bench_accuracy)
 
     cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
     cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
     cal.add_argument("--evaluator", default="lexical", help="lexical | t5:PATH | cross-encoder:PATH")
     cal.add_argument("--alpha", type=float, default=1.0, help="false-positive penalty of Eq. 2")
+    cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     cal.add_argument("--steps", type=int, default=201, help="grid points over [-1, 1]")
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
