@@ -73,9 +73,10 @@ class _Model:
         else:
             self.model = transformers.AutoModelForSequenceClassification.from_pretrained(config.base_model,
                                                                                           num_labels=1)
+            fresh_head = getattr(self.model.config, "crag_pooling", None) is None  # else: continue training
             if config.pooling != "cls":
                 self.model.config.crag_pooling = config.pooling
-            if config.pooling == "pair":  # start as a scaled cosine: 4·cos − 2, about 0 at cos 0.5
+            if config.pooling == "pair" and fresh_head:  # start as a scaled cosine: 4·cos − 2, ~0 at cos 0.5
                 torch = require_torch()[0]
                 with torch.no_grad():
                     self.model.classifier.weight.fill_(4.0)
