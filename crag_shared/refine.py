@@ -13,6 +13,8 @@ from .types import Origin, Passage, Strip
 
 Mode = Literal["fixed_num", "excerption", "selection"]
 _TOKEN = re.compile(r"\S+")
+#: Where a sentence can end (sentence-splitter breaks only after such punctuation + space, or at a newline).
+_BOUNDARY = re.compile(r"[.!?…。！？][\'\"”’)\]]*\s|\n")
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class StripRefiner:
         return [(g[0][0], g[-1][1]) for g in groups]
 
     def _excerpts(self, text: str) -> list[tuple[int, int]]:
+        if len(_BOUNDARY.findall(text)) <= 1:  # at most two sentences: one strip, no need to split
+            return self._whole(text)
         sentences = sentence_spans(self.language, text)
         if len(sentences) <= 2:
             return self._whole(text)

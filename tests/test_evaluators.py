@@ -213,3 +213,12 @@ def test_evaluator_specs_round_trip(tiny_bert):
     assert isinstance(evaluator_from_spec("t5:some/dir"), T5Evaluator)
     with pytest.raises(ValueError, match="unknown evaluator spec"):
         evaluator_from_spec("bm25")
+
+
+def test_batches_respect_count_and_padded_token_budget(tiny_bert):
+    ev = CrossEncoderEvaluator(str(tiny_bert), batch_size=3, max_batch_tokens=100)
+    batches = ev._batches([12, 240, 31, 12, 40, 51, 30])
+    assert sorted(i for b in batches for i in b) == list(range(7))
+    assert batches[-1] == [1]  # the 240-token text alone, even above the budget
+    for batch in batches[:-1]:
+        assert len(batch) <= 3 and len(batch) * max([12, 240, 31, 12, 40, 51, 30][i] for i in batch) <= 100

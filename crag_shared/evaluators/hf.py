@@ -2,6 +2,8 @@
 
 One query's texts are tokenized once, sorted by token length, and scored in dynamically padded batches
 under `torch.inference_mode`, instead of one 512-token-padded pair per forward pass as in the paper's code.
+Batches are bounded by a padded-token budget as well as a count: retrieved passages vary from a dozen to
+hundreds of tokens, and on a CPU padding the short ones to the longest costs more than batching saves.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         *,
         max_length: int = 512,
         batch_size: int = 16,
+        max_batch_tokens: int = 512,
         device: str | None = None,
         dtype: str | None = None,
         quantize: bool = False,
@@ -64,11 +67,12 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     ) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be at least 8, got {max_length}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if batch_size < 1 or max_batch_tokens < 1:
+            raise ValueError(f"batch_size and max_batch_tokens must be positive, got {batch_size}, {max_batch_tokens}")
         self.model_name = str(model)
         self.max_length = max_length
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.device = device
         self.dtype = dtype
         self.quantize = quantize
@@ -137,6 +141,18 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     def _to_scores(self, logits: Any) -> Any:
         raise NotImplementedError
 
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices sorted by length, cut so a batch has at most `batch_size` texts and at most
+        `max_batch_tokens` tokens once padded to its longest text (a single long text still forms a batch)."""
+        batches: list[list[int]] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            if batches and len(batches[-1]) < self.batch_size and \
+                    (len(batches[-1]) + 1) * lengths[i] <= self.max_batch_tokens:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        return batches
+
     def _logits(self, features: dict[str, Any]) -> Any:
         return self._model(**features).logits
 
@@ -148,11 +164,9 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         cap = self.max_length * CHARS_PER_TOKEN_CAP
         encoded = self._encode(query[:cap], [t[:cap] for t in texts])
         lengths = [len(ids) for ids in encoded["input_ids"]]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
         scores = [0.0] * len(texts)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
+            for batch in self._batches(lengths):
                 features = self._tokenizer.pad({k: [v[i] for i in batch] for k, v in encoded.items()},
                                                return_tensors="pt")
                 features = {k: v.to(self.device) for k, v in features.items()}
