@@ -263,7 +263,7 @@ class Corrector:
         upper, lower = state.policy.upper, state.policy.lower
         trace.add("decide", action=action.value, upper=upper, lower=lower, max_score=max(valid_scores, default=None))
         if action is not Action.CORRECT:
-            kept = [i for i in valid if scores[i] >= lower and action is Action.AMBIGUOUS]
+            kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
             trace.add("drop_passages" if action is Action.INCORRECT else "keep_passages", kept=kept,
                       below_lower=[{"index": i, "id": items[i].id, "score": scores[i]}
                                    for i in valid if scores[i] < lower])

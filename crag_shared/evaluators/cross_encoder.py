@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .hf import HFSequenceEvaluator
+from .hf import HFSequenceEvaluator, require_torch
 
 ScoreMap = Literal["sigmoid", "clip", "softmax"]
 
@@ -93,6 +93,6 @@ def pooled_logits(model: Any, features: dict[str, Any]) -> Any:
         types = features["token_type_ids"]
         question = _masked_mean(hidden, mask * (types == 0))
         passage = _masked_mean(hidden, mask * (types == 1))
-        normalize = __import__("torch").nn.functional.normalize
+        normalize = require_torch()[0].nn.functional.normalize
         return model.classifier(normalize(question, dim=-1) * normalize(passage, dim=-1))
     raise ValueError(f"unknown crag_pooling {pooling!r} in the model config")
