@@ -53,7 +53,8 @@ def _bench_dir(value: str | None) -> Path:
 def _bench_throughput(args: argparse.Namespace) -> int:
     from .bench.throughput import run
 
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, baseline_queries=args.baseline_queries)
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, baseline_queries=args.baseline_queries,
+        rounds=args.rounds)
     return 0
 
 
@@ -91,6 +92,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_onnx(args: argparse.Namespace) -> int:
+    from .evaluators.onnx import export_onnx
+
+    target = export_onnx(args.model, args.out, quantize=not args.float)
+    print(f"exported {args.model} to {target} ({'float32' if args.float else 'int8 weights'}); "
+          f"use it as OnnxCrossEncoderEvaluator({str(target)!r}) or evaluator='onnx:{target}'")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crag", description="Corrective RAG tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -118,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--threads", type=int)
     train.set_defaults(func=_train)
 
+    export = commands.add_parser("export-onnx", help="export a cross-encoder for ONNX Runtime (fused, int8)")
+    export.add_argument("model", help="checkpoint directory or hub id (any CrossEncoderEvaluator model)")
+    export.add_argument("out", help="directory to write; loading it needs onnxruntime, not torch")
+    export.add_argument("--float", action="store_true", help="keep float32 weights instead of int8")
+    export.set_defaults(func=_export_onnx)
+
     bench = commands.add_parser("bench", help="benchmarks (figures measured within one run)")
     benches = bench.add_subparsers(dest="bench", required=True)
     web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
@@ -129,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--bench-dir")
     throughput.add_argument("--queries", type=int, default=20)
     throughput.add_argument("--baseline-queries", type=int, default=6)
+    throughput.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best is reported")
     throughput.set_defaults(func=_bench_throughput)
     recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
     recall.add_argument("--bench-dir")
@@ -147,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
     cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
-    cal.add_argument("--evaluator", default="lexical", help="lexical | t5:PATH | cross-encoder:PATH")
+    cal.add_argument("--evaluator", default="lexical", help="lexical | t5:PATH | cross-encoder:PATH | onnx:PATH")
     cal.add_argument("--alpha", type=float, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     cal.add_argument("--steps", type=int, default=201, help="grid points over [-1, 1]")

@@ -1,4 +1,4 @@
-"""Retrieval evaluators: one interface, four backends (lexical, T5, cross-encoder, LLM judge)."""
+"""Retrieval evaluators: one interface; backends lexical, T5, cross-encoder (torch or ONNX Runtime), LLM judge."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from .base import Evaluation, RetrievalEvaluator
 from .cross_encoder import CrossEncoderEvaluator
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
+from .onnx import OnnxCrossEncoderEvaluator
 from .t5 import T5Evaluator
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Evaluation",
     "LLMEvaluator",
     "LexicalEvaluator",
+    "OnnxCrossEncoderEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
     "evaluator_from_spec",
@@ -20,7 +22,7 @@ __all__ = [
 
 
 def evaluator_from_spec(spec: str, **kwargs) -> RetrievalEvaluator:
-    """Build an evaluator from 'lexical', 't5:PATH_OR_ID' or 'cross-encoder:PATH_OR_ID'.
+    """Build an evaluator from 'lexical', 't5:PATH_OR_ID', 'cross-encoder:PATH_OR_ID' or 'onnx:PATH_OR_ID'.
 
     This is how the CLI and serialized framework components name their evaluator.
     """
@@ -32,4 +34,6 @@ def evaluator_from_spec(spec: str, **kwargs) -> RetrievalEvaluator:
         return T5Evaluator(target, **kwargs)
     if kind in ("cross-encoder", "cross_encoder", "ce") and target:
         return CrossEncoderEvaluator(target, **kwargs)
-    raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH' or 'cross-encoder:PATH'")
+    if kind == "onnx" and target:
+        return OnnxCrossEncoderEvaluator(target, **kwargs)
+    raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH', 'cross-encoder:PATH' or 'onnx:PATH'")

@@ -57,12 +57,15 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
                                                                    else {})))
 
     def _to_scores(self, logits: Any) -> Any:
+        import numpy as np  # transformers' dependency; not imported with crag_shared
+
         mode = self.score_map
         if mode == "softmax":
-            return 2 * logits.softmax(-1)[:, 1] - 1
+            exp = np.exp(logits - logits.max(-1, keepdims=True))
+            return 2 * exp[:, 1] / exp.sum(-1) - 1
         if mode == "clip":
             return logits[:, 0]
-        return (logits[:, 0] / 2).tanh()
+        return np.tanh(logits[:, 0] / 2)
 
 
 def _masked_mean(hidden: Any, mask: Any) -> Any:

@@ -139,6 +139,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         raise NotImplementedError
 
     def _to_scores(self, logits: Any) -> Any:
+        """Scores from a (batch, labels) numpy array of logits (numpy, so every backend shares the map)."""
         raise NotImplementedError
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
@@ -156,21 +157,24 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     def _logits(self, features: dict[str, Any]) -> Any:
         return self._model(**features).logits
 
+    def _batch_logits(self, batch: dict[str, list]) -> Any:
+        """Logits of one batch of unpadded encodings, as a float numpy array."""
+        torch, _ = require_torch()
+        features = self._tokenizer.pad(batch, return_tensors="pt")
+        features = {k: v.to(self.device) for k, v in features.items()}
+        with torch.inference_mode():
+            return self._logits(features).float().cpu().numpy()
+
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         if not texts:
             return Evaluation([])
-        torch, _ = require_torch()
         self.warm_up()
         cap = self.max_length * CHARS_PER_TOKEN_CAP
         encoded = self._encode(query[:cap], [t[:cap] for t in texts])
         lengths = [len(ids) for ids in encoded["input_ids"]]
         scores = [0.0] * len(texts)
-        with torch.inference_mode():
-            for batch in self._batches(lengths):
-                features = self._tokenizer.pad({k: [v[i] for i in batch] for k, v in encoded.items()},
-                                               return_tensors="pt")
-                features = {k: v.to(self.device) for k, v in features.items()}
-                values = self._to_scores(self._logits(features).float())
-                for i, value in zip(batch, values.tolist()):
-                    scores[i] = max(-1.0, min(1.0, float(value)))
+        for batch in self._batches(lengths):
+            values = self._to_scores(self._batch_logits({k: [v[i] for i in batch] for k, v in encoded.items()}))
+            for i, value in zip(batch, values.tolist()):
+                scores[i] = max(-1.0, min(1.0, float(value)))
         return Evaluation(scores)

@@ -1,0 +1,100 @@
+"""The ONNX Runtime backend: same scores as torch, int8 close, self-contained exports, CLI and specs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from crag_shared import ActionPolicy, Corrector, CrossEncoderEvaluator, OnnxCrossEncoderEvaluator, evaluator_from_spec
+from crag_shared.cli import main
+from crag_shared.evaluators.onnx import MANIFEST, default_export_dir
+
+pytest.importorskip("onnxruntime")
+
+QUERY = "what is the capital of france"
+TEXTS = ["paris is the capital of france", "the eiffel tower", "marie curie won the nobel prize twice " * 9,
+         "x", "henry feilden was a politician in england"]
+
+
+@pytest.fixture(scope="module")
+def pair_bert(tiny_bert, tmp_path_factory):
+    """tiny_bert with crag's pair pooling, as `crag train-evaluator` writes it."""
+    import transformers
+
+    target = tmp_path_factory.mktemp("pair")
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(tiny_bert)
+    model.config.crag_pooling, model.config.crag_score_map = "pair", "clip"
+    model.save_pretrained(target)
+    transformers.AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(target)
+    return target
+
+
+@pytest.mark.parametrize("checkpoint", ["tiny_bert", "pair_bert"])
+def test_float_export_scores_like_torch_and_int8_stays_close(checkpoint, request, tmp_path):
+    model = request.getfixturevalue(checkpoint)
+    torch_scores = CrossEncoderEvaluator(str(model)).score(QUERY, TEXTS)
+    fp32 = OnnxCrossEncoderEvaluator(str(model), quantize=False, export_dir=tmp_path / "fp32")
+    int8 = OnnxCrossEncoderEvaluator(str(model), export_dir=tmp_path / "int8")
+    assert fp32.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=1e-4)
+    assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.05)
+    assert fp32.score_map == CrossEncoderEvaluator(str(model)).score_map
+    assert (tmp_path / "int8" / "model_int8.onnx").exists() and not (tmp_path / "int8" / "model.onnx").exists()
+
+
+def test_truncation_matches_the_torch_tokenizer(tiny_bert, tmp_path):
+    texts = [t * 3 for t in TEXTS]
+    expected = CrossEncoderEvaluator(str(tiny_bert), max_length=16).score(QUERY * 2, texts)
+    onnx = OnnxCrossEncoderEvaluator(str(tiny_bert), quantize=False, max_length=16, export_dir=tmp_path)
+    assert onnx.score(QUERY * 2, texts) == pytest.approx(expected, abs=1e-4)
+
+
+def test_batching_does_not_change_onnx_scores(tiny_bert, tmp_path):
+    single = OnnxCrossEncoderEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path)
+    expected = single.score(QUERY, TEXTS)  # exports into tmp_path
+    batched = OnnxCrossEncoderEvaluator(str(tmp_path), quantize=False, batch_size=4, max_batch_tokens=10_000)
+    assert batched.score(QUERY, TEXTS) == pytest.approx(expected, abs=1e-5)
+
+
+def test_export_directory_loads_without_torch_or_transformers_and_through_specs(tiny_bert, tmp_path, capsys):
+    assert main(["export-onnx", str(tiny_bert), str(tmp_path / "exported")]) == 0
+    assert "onnx:" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "exported" / MANIFEST).read_text())
+    assert manifest["quantized"] and manifest["file"] == "model_int8.onnx"
+    expected = OnnxCrossEncoderEvaluator(str(tmp_path / "exported")).score(QUERY, TEXTS)
+    code = ("import sys, json; from crag_shared import evaluator_from_spec; "
+            f"ev = evaluator_from_spec('onnx:{tmp_path / 'exported'}'); s = ev.score({QUERY!r}, {TEXTS!r}); "
+            "print(json.dumps({'torch': any(m in sys.modules for m in ('torch', 'transformers')), 'scores': s}))")
+    shown = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                      check=True).stdout.strip().splitlines()[-1])
+    assert shown == {"torch": False, "scores": pytest.approx(expected, abs=1e-6)}
+    assert evaluator_from_spec(f"onnx:{tmp_path / 'exported'}").spec == f"onnx:{tmp_path / 'exported'}"
+    with pytest.raises(ValueError, match="quantized export; pass quantize=True"):
+        OnnxCrossEncoderEvaluator(str(tmp_path / "exported"), quantize=False).warm_up()
+
+
+def test_cache_entry_follows_the_checkpoint_files(tiny_bert, tmp_path):
+    import shutil
+
+    copy = shutil.copytree(tiny_bert, tmp_path / "model")
+    before = default_export_dir(str(copy))
+    assert before == default_export_dir(str(copy)) and before.name.startswith("model-")
+    (copy / "config.json").write_text((copy / "config.json").read_text() + "\n")
+    assert default_export_dir(str(copy)) != before  # retrained weights or config: a fresh export
+
+
+def test_onnx_evaluator_rejects_gpu_options_and_drives_the_corrector(tiny_bert, tmp_path):
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        OnnxCrossEncoderEvaluator(str(tiny_bert), device="cuda")
+    evaluator = OnnxCrossEncoderEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path)
+    corrector = Corrector(evaluator=evaluator, policy=ActionPolicy(-1.0, -1.0))
+    reference = Corrector(evaluator=CrossEncoderEvaluator(str(tiny_bert)), policy=ActionPolicy(-1.0, -1.0))
+    ours, theirs = corrector.correct(QUERY, TEXTS), reference.correct(QUERY, TEXTS)
+    assert ours.action == theirs.action
+    assert [s.text for s in ours.knowledge] == [s.text for s in theirs.knowledge]
+
+
+def test_failed_export_leaves_no_directory(tmp_path):
+    with pytest.raises(OSError):
+        OnnxCrossEncoderEvaluator(str(tmp_path / "missing"), export_dir=tmp_path / "out").warm_up()
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".export-*"))
