@@ -28,9 +28,14 @@ def fold(word: str) -> str:
     """Lower-case, strip accents and a possessive, and reduce a plural: a cheap, language-light stem.
 
     Cached: the same words recur across passages, strips and queries, and this is the lexical hot path."""
-    word = unicodedata.normalize("NFKD", word.casefold())
-    word = "".join(c for c in word if not unicodedata.combining(c))
-    word = re.sub(r"['’]s$", "", word).replace("’", "'")
+    if word.isascii():  # no accents to strip: skip Unicode normalisation
+        word = word.lower()
+    else:
+        word = unicodedata.normalize("NFKD", word.casefold())
+        word = "".join(c for c in word if not unicodedata.combining(c))
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    word = word.replace("’", "'")
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):

@@ -91,3 +91,26 @@ def test_bad_refiner_config_raises(kwargs, message):
 def test_unknown_language_fails_at_construction():
     with pytest.raises(Exception, match=r"[Ll]anguage"):
         StripRefiner("excerption", language="xx")
+
+
+def test_precompiled_patterns_split_exactly_like_sentence_splitter(bench_dir):
+    import json
+
+    import regex
+    import sentence_splitter
+
+    from crag_shared.refine import _sentence_splitter
+
+    fast = _sentence_splitter("en")
+    assert sentence_splitter.regex is not regex  # the compiled-pattern front is installed
+    texts = ["Dr. Smith met Mr. J. R. R. Tolkien in the U.S.A. on No. 5 Baker St. in 1925. He left. 'Why?' "
+             "she asked... (It rained.) Then: No. 12 won! The end", "A.B.C. Corp. was founded in 1901."]
+    for line in (bench_dir / "popqa_ctxs.jsonl").open(encoding="utf-8"):
+        texts += [c["text"] for c in json.loads(line)["ctxs"]]
+    expected_module, sentence_splitter.regex = sentence_splitter.regex, regex
+    try:
+        plain = sentence_splitter.SentenceSplitter(language="en")
+        expected = [plain.split(text) for text in texts]
+    finally:
+        sentence_splitter.regex = expected_module
+    assert [fast.split(text) for text in texts] == expected

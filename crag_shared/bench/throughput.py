@@ -21,6 +21,7 @@ from ..evaluators.llm import LLMEvaluator
 from ..evaluators.onnx import OnnxCrossEncoderEvaluator
 from ..evaluators.t5 import T5Evaluator
 from ..llm import FunctionLLM
+from ..refine import sentence_spans
 
 CACHE = Path.home() / ".cache" / "crag"
 
@@ -95,7 +96,8 @@ def ours_pairs_per_second(evaluator: RetrievalEvaluator, data: Sequence[tuple[st
 def decision_times(evaluator: RetrievalEvaluator, data: Sequence[tuple[str, list[str]]]) -> tuple[list[float], float]:
     """Milliseconds per query for the whole decision without web: score 10 passages, decide, split
     and score the strips, select (no web search, so Incorrect keeps strips as its fallback); and the mean
-    number of strips per query."""
+    number of strips per query. Starts with an empty sentence cache, as a fresh process would."""
+    sentence_spans.cache_clear()
     corrector = Corrector(evaluator=evaluator)
     corrector.correct(data[0][0], data[0][1])
     times, strips = [], []
