@@ -25,10 +25,10 @@ def _train(args: argparse.Namespace) -> int:
     from .data import load_pairs, split_by_query
     from .train import TrainConfig, train_evaluator
 
-    pairs = load_pairs(args.data)
+    pairs = load_pairs(args.data, titles=args.titles)
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
-        validation = load_pairs(args.validation_data)
+        validation = load_pairs(args.validation_data, titles=args.titles)
     config = TrainConfig(base_model=args.base_model, out=args.out, kind=args.kind, pooling=args.pooling,
                          epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size, lr=args.lr,
                          head_lr=args.head_lr, max_length=args.max_length, eval_every=args.eval_every,
@@ -69,7 +69,7 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
     from .bench.accuracy import run
 
     run(sys.stdout, args.data, args.evaluator or ["lexical"], thresholds=args.thresholds, kfold=args.kfold,
-        base_model=args.base_model, train_steps=args.train_steps, split=args.split)
+        base_model=args.base_model, train_steps=args.train_steps, split=args.split, titles=args.titles)
     return 0
 
 
@@ -79,7 +79,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .evaluators import evaluator_from_spec
     from .policy import calibrate
 
-    pairs = [p for p in load_pairs(args.data) if args.split is None or p.split == args.split]
+    pairs = [p for p in load_pairs(args.data, titles=args.titles) if args.split is None or p.split == args.split]
     if not pairs:
         raise SystemExit(f"no pairs in {args.data}" + (f" with split {args.split!r}" if args.split else ""))
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
@@ -99,6 +99,11 @@ def _export_onnx(args: argparse.Namespace) -> int:
     print(f"exported {args.model} to {target} ({'float32' if args.float else 'int8 weights'}); "
           f"use it as OnnxCrossEncoderEvaluator({str(target)!r}) or evaluator='onnx:{target}'")
     return 0
+
+
+def _add_titles(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--titles", action="store_true",
+                        help="read passages as 'title: text', as the Corrector scores them with score_titles=True")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--patience", type=int, default=4)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--threads", type=int)
+    _add_titles(train)
     train.set_defaults(func=_train)
 
     export = commands.add_parser("export-onnx", help="export a cross-encoder for ONNX Runtime (fused, int8)")
@@ -160,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("--base-model", help="model to train from in --kfold")
     accuracy.add_argument("--train-steps", type=int, default=100)
     accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
+    _add_titles(accuracy)
     accuracy.set_defaults(func=_bench_accuracy)
 
     cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
@@ -170,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--steps", type=int, default=201, help="grid points over [-1, 1]")
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
+    _add_titles(cal)
     cal.set_defaults(func=_calibrate)
     return parser
 

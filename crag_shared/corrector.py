@@ -19,6 +19,7 @@ from .evaluators.lexical import LexicalEvaluator
 from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter, Rewrite
+from .text import titled
 from .types import (
     Action,
     CorrectionResult,
@@ -292,9 +293,7 @@ class Corrector:
 
     def _scored_text(self, passage: Passage) -> str:
         text = passage.text or ""
-        if self.score_titles and passage.title and not text.lstrip().startswith(passage.title):
-            return f"{passage.title}: {text}"
-        return text
+        return titled(text, passage.title) if self.score_titles else text
 
     def _score(self, state: _State, trace: Trace, query: str, texts: list[str]) -> Generator[Any, Any, list[float]]:
         """Score texts, each distinct text once per query; on evaluator failure switch to the fallback."""

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .text import titled
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -32,13 +34,21 @@ def _label(value: object) -> bool:
     raise ValueError(f"cannot read {value!r} as a relevance label")
 
 
-def load_pairs(path: str | Path, *, top_k: int = 10) -> list[Pair]:
+def _text(row: dict, titles: bool) -> str:
+    text = row.get("passage", row.get("text")) or ""
+    return titled(text, row.get("title")) if titles else text
+
+
+def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False) -> list[Pair]:
     """Read JSONL pairs, one object a line, in either format:
 
     - pairs: `query` (or `question`), `passage` (or `text`), `label` (or `relevant`: bool, ±1, 0/1),
       optional `query_id`/`question_id` and `split`;
     - PopQA retrieval records (`question` + `ctxs` list, as in CRAG's data): the first `top_k` ctxs
       become pairs labelled by their `relevant` field, the question's `idx` is its id.
+
+    `titles=True` reads each passage as "title: text" (a ctx's or pair's `title` field), exactly as the
+    Corrector scores it with `score_titles=True`, so calibration and training match that setting.
     """
     pairs: list[Pair] = []
     with Path(path).open(encoding="utf-8") as lines:
@@ -50,14 +60,13 @@ def load_pairs(path: str | Path, *, top_k: int = 10) -> list[Pair]:
                 if "ctxs" in row:
                     qid = str(row.get("idx", row.get("id", number)))
                     split = row.get("split")
-                    pairs.extend(Pair(row["question"], c.get("text") or "", _label(c["relevant"]), qid, split)
+                    pairs.extend(Pair(row["question"], _text(c, titles), _label(c["relevant"]), qid, split)
                                  for c in row["ctxs"][:top_k])
                     continue
                 query = row.get("query", row.get("question"))
-                passage = row.get("passage", row.get("text"))
                 label = row["label"] if "label" in row else row["relevant"]
                 qid = str(row.get("query_id", row.get("question_id", query)))
-                pairs.append(Pair(query, passage or "", _label(label), qid, row.get("split")))
+                pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split")))
             except (KeyError, TypeError, ValueError) as error:
                 raise ValueError(f"{path}:{number}: not a labelled pair ({error})") from error
     return pairs

@@ -59,3 +59,11 @@ def content_terms(text: str) -> list[str]:
 
 def word_count(text: str) -> int:
     return len(text.split())
+
+
+def titled(text: str, title: str | None) -> str:
+    """"title: text", the form evaluators see with `score_titles=True`, unless the text already starts with
+    its title. Continuation passages ("He was elected in 1867.") only say whom they are about in the title."""
+    if title and not text.lstrip().startswith(title):
+        return f"{title}: {text}"
+    return text

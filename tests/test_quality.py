@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from crag_shared import ActionPolicy, CrossEncoderEvaluator, T5Evaluator
+from crag_shared import ActionPolicy, CrossEncoderEvaluator, LexicalEvaluator, T5Evaluator
 from crag_shared.cli import main
 from crag_shared.data import Pair, auroc, kfold_by_query, load_pairs, split_by_query
 from crag_shared.policy import calibrate, equation_2
@@ -72,6 +72,26 @@ def test_pairs_formats_and_splits(tmp_path, bench_dir):
     path.write_text('{"query": "q", "passage": "p", "label": "maybe"}\n')
     with pytest.raises(ValueError, match=r"bad\.jsonl:1"):
         load_pairs(path)
+
+
+def test_titles_read_passages_as_the_corrector_scores_them(tmp_path, bench_dir):
+    from crag_shared import Corrector, Passage
+
+    titled = load_pairs(bench_dir / "popqa_ctxs.jsonl", titles=True)
+    assert titled[0].passage.startswith("Henry Feilden (Conservative politician): ")
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"query": "q", "passage": "He was elected.", "title": "Ann Bo", "label": 1}) + "\n"
+                    + json.dumps({"query": "q", "passage": "Ann Bo is here.", "title": "Ann Bo", "label": 0}) + "\n")
+    assert [p.passage for p in load_pairs(path, titles=True)] == ["Ann Bo: He was elected.", "Ann Bo is here."]
+    seen = []
+
+    class Recording(LexicalEvaluator):
+        def evaluate(self, query, texts):
+            seen.extend(texts)
+            return super().evaluate(query, texts)
+
+    Corrector(evaluator=Recording(), score_titles=True).judge("q", [Passage("He was elected.", title="Ann Bo")])
+    assert seen == ["Ann Bo: He was elected."]
 
 
 def test_auroc():

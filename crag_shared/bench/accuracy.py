@@ -66,15 +66,16 @@ def report(name: str, values: dict, out: TextIO) -> None:
 
 def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | None = None, kfold: int = 0,
         base_model: str | None = None, train_steps: int = 100, progress: bool = True,
-        split: str | None = None) -> dict:
+        split: str | None = None, titles: bool = False) -> dict:
     from ..data import load_pairs
     from ..evaluators import evaluator_from_spec
 
-    pairs = [p for p in load_pairs(data) if split is None or p.split == split]
+    pairs = [p for p in load_pairs(data, titles=titles) if split is None or p.split == split]
     if not pairs:
         raise ValueError(f"no pairs in {data}" + (f" with split {split!r}" if split else ""))
     base = baselines(pairs)
     where = f"{data} (split {split})" if split else data
+    where += ", passages scored as 'title: text'" if titles else ""
     out.write(f"crag bench accuracy on {where}: {len(pairs)} pairs, {len(by_query(pairs))} queries\n"
               f"  baselines: always Correct -> query accuracy {base['always_correct_query_accuracy']:.3f}; "
               f"every pair irrelevant -> pair accuracy {base['always_irrelevant_pair_accuracy']:.3f}\n")
