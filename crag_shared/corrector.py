@@ -296,10 +296,14 @@ class Corrector:
         return titled(text, passage.title) if self.score_titles else text
 
     def _score(self, state: _State, trace: Trace, query: str, texts: list[str]) -> Generator[Any, Any, list[float]]:
-        """Score texts, each distinct text once per query; on evaluator failure switch to the fallback."""
-        missing = list(dict.fromkeys(t for t in texts if t not in state.cache))
+        """Score texts, each distinct text once per query; on evaluator failure switch to the fallback.
+
+        Texts that differ only in whitespace count as one (every evaluator here tokenizes on whitespace): a
+        passage's single strip is its text without the leading space, and need not be scored again."""
+        keys = [" ".join(t.split()) for t in texts]
+        missing = list({k: t for k, t in zip(keys, texts) if k not in state.cache}.items())
         if missing:
-            answer = yield _Score(state.evaluator, query, missing)
+            answer = yield _Score(state.evaluator, query, [text for _, text in missing])
             if isinstance(answer, _Failed):
                 fallback = self.fallback_evaluator
                 if fallback is None or state.evaluator is fallback:
@@ -312,8 +316,8 @@ class Corrector:
             evaluation: Evaluation = answer
             for note in evaluation.notes:
                 trace.add("evaluator_note", note=note)
-            state.cache.update(zip(missing, evaluation.scores))
-        return [state.cache[t] for t in texts]
+            state.cache.update(zip((key for key, _ in missing), evaluation.scores))
+        return [state.cache[k] for k in keys]
 
     def _refine(self, state: _State, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
                 refiner: StripRefiner, origin: Origin, threshold: float | None = None

@@ -58,3 +58,15 @@ def test_throughput_helpers_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
         assert official_pairs_per_second(evaluator, data[:1]) > 0 and ours_pairs_per_second(evaluator, data) > 0
         assert decision_latency(evaluator, data)["p50_ms"] > 0
     assert llm_calls_per_query(data)["judge"] == 1.0
+
+
+def test_a_strip_differing_from_its_passage_only_in_whitespace_is_not_scored_again(tiny_bert):
+    evaluator = CrossEncoderEvaluator(str(tiny_bert))
+    texts = []
+    evaluator.model.register_forward_hook(lambda m, args, kwargs, out: texts.append(kwargs["input_ids"].shape[0]),
+                                          with_kwargs=True)
+    passage = "  paris is the capital of france.\n it has the eiffel tower. "
+    corrector = Corrector(evaluator=evaluator, policy=__import__("crag_shared").ActionPolicy(-1.0, -1.0))
+    result = corrector.correct("what is the capital of france", [passage])
+    assert [s.text for s in result.knowledge] == [passage.strip()]  # one strip: the passage, trimmed
+    assert sum(texts) == 1 and result.knowledge[0].score == result.scores[0]
