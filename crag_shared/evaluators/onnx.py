@@ -75,6 +75,8 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
 
     target = Path(target)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model, local_files_only=local_files_only)
+    if not tokenizer.is_fast:
+        raise ValueError(f"{model}: the ONNX backend needs a fast (tokenizers) tokenizer, which this model lacks")
     # eager attention exports as plain MatMul/Softmax, the pattern ORT fuses into one Attention op
     network = transformers.AutoModelForSequenceClassification.from_pretrained(
         model, local_files_only=local_files_only, attn_implementation="eager").eval()
