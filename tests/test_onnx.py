@@ -73,14 +73,20 @@ def test_export_directory_loads_without_torch_or_transformers_and_through_specs(
         OnnxCrossEncoderEvaluator(str(tmp_path / "exported"), quantize=False).warm_up()
 
 
-def test_cache_entry_follows_the_checkpoint_files(tiny_bert, tmp_path):
+def test_cache_entry_follows_the_checkpoint_files(tiny_bert, tmp_path, monkeypatch):
     import shutil
 
+    monkeypatch.setenv("CRAG_CACHE", str(tmp_path / "cache"))
+
     copy = shutil.copytree(tiny_bert, tmp_path / "model")
-    before = default_export_dir(str(copy))
-    assert before == default_export_dir(str(copy)) and before.name.startswith("model-")
+    before = default_export_dir(str(copy), True)
+    assert before == default_export_dir(str(copy), True) and before.name.startswith("model-")
+    assert default_export_dir(str(copy), False) != before  # float and int8 never replace each other
     (copy / "config.json").write_text((copy / "config.json").read_text() + "\n")
-    assert default_export_dir(str(copy)) != before  # retrained weights or config: a fresh export
+    assert default_export_dir(str(copy), True) != before  # retrained weights or config: a fresh export
+    OnnxCrossEncoderEvaluator(str(copy)).score(QUERY, TEXTS)  # no export_dir: exports into the cache
+    assert (default_export_dir(str(copy), True) / "model_int8.onnx").exists()
+    assert default_export_dir(str(copy), True).parent == tmp_path / "cache" / "onnx"
 
 
 def test_onnx_evaluator_rejects_gpu_options_and_drives_the_corrector(tiny_bert, tmp_path):

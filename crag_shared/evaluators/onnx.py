@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import warnings
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..cache import cache_dir
 from .cross_encoder import CrossEncoderEvaluator, pooled_logits
 from .hf import require_torch
 
@@ -32,7 +32,6 @@ INSTALL_HINT = "the ONNX backend needs onnxruntime and onnx: pip install 'crag-s
 MANIFEST = "crag_onnx.json"
 #: Architectures whose attention, GELU and layer norms ONNX Runtime's BERT optimizer fuses.
 FUSABLE = {"bert", "roberta", "xlm-roberta", "electra", "camembert"}
-CACHE = Path(os.environ.get("CRAG_CACHE", Path.home() / ".cache" / "crag")) / "onnx"
 
 
 def onnx_file(quantize: bool) -> str:
@@ -57,8 +56,9 @@ def _fingerprint(model: str) -> str:
     return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def default_export_dir(model: str) -> Path:
-    return CACHE / f"{Path(model).name or 'model'}-{_fingerprint(model)}"
+def default_export_dir(model: str, quantize: bool) -> Path:
+    """One cache entry per checkpoint state and precision, so float and int8 exports never replace each other."""
+    return cache_dir("onnx", f"{Path(model).name or 'model'}-{_fingerprint(model)}-{'int8' if quantize else 'fp32'}")
 
 
 def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_files_only: bool = False) -> Path:
@@ -173,7 +173,7 @@ class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
                 raise ValueError(f"{source} holds a {'quantized' if manifest['quantized'] else 'float'} export; "
                                  f"pass quantize={manifest['quantized']}")
             return source
-        target = self.export_dir or default_export_dir(self.model_name)
+        target = self.export_dir or default_export_dir(self.model_name, self.quantize)
         if not (target / onnx_file(self.quantize)).exists():
             export_onnx(self.model_name, target, quantize=self.quantize, local_files_only=self.local_files_only)
         return target
