@@ -25,6 +25,22 @@ def test_lexical_orders_by_coverage_and_phrase():
     assert all(-1.0 <= s <= 1.0 for s in (good, namesake, off))
 
 
+def test_lexical_weighs_the_head_of_a_name_over_its_given_name():
+    # English names are head-final: "Lee" identifies Christopher Lee, "Christopher" is shared by thousands.
+    surname, given = LexicalEvaluator().score("What did Christopher Lee play?", ["Lee was an actor.",
+                                                                                 "Christopher was an actor."])
+    assert surname > given
+
+
+def test_lexical_pair_auroc_on_popqa(bench_dir):
+    from crag_shared.data import auroc, load_pairs
+
+    pairs = load_pairs(bench_dir / "popqa_ctxs.jsonl")
+    ev = LexicalEvaluator()
+    scores = [ev.score(p.query, [p.passage])[0] for p in pairs]
+    assert auroc(scores, [p.relevant for p in pairs]) >= 0.85  # issue 7's goal; plain word overlap: 0.83
+
+
 def test_lexical_score_does_not_depend_on_the_batch():
     ev = LexicalEvaluator()
     alone = ev.score(QUERY, [GOOD])[0]

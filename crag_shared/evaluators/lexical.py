@@ -15,7 +15,9 @@ class LexicalEvaluator(RetrievalEvaluator):
 
     What it measures, per (query, text) pair and independent of any other text:
     - coverage: the share of the question's content words found in the text, each weighted by an
-      information proxy (longer and capitalised words, i.e. names, weigh more than short common ones);
+      information proxy (longer and capitalised words, i.e. names, weigh more than short common ones;
+      the last word of a multi-word name weighs most, because English names are head-final: the surname
+      or head noun identifies, the given name or modifier is shared by many namesakes);
     - phrase match: the share of adjacent content-word pairs of the question (e.g. a person's first and
       last name) that stand adjacent in the text;
     - focus: whether the matches start early in the text, the way a passage *about* something names it
@@ -46,6 +48,9 @@ class LexicalEvaluator(RetrievalEvaluator):
         return Evaluation([question.score(text) for text in texts])
 
 
+_NAME_HEAD = 1.8  # weight factor of the last word of a capitalised run ("Harrison" in "Charles Harrison")
+
+
 class _Question:
     """The query, analysed once so that scoring many texts against it is cheap."""
 
@@ -54,15 +59,23 @@ class _Question:
         folded = [fold(w) for w in raw]
         self.weights: dict[str, float] = {}
         content: list[str | None] = []
+        capital: list[bool] = []
         for word, term in zip(raw, folded):
             if term in STOPWORDS or not term:
                 content.append(None)
+                capital.append(False)
                 continue
-            weight = math.log(2 + len(term)) * (1.6 if word[:1].isupper() else 1.0)
+            capital.append(word[:1].isupper())
+            content.append(term)
+        for i, term in enumerate(content):
+            if term is None:
+                continue
+            weight = math.log(2 + len(term)) * (1.6 if capital[i] else 1.0)
             if term.isdigit():
                 weight *= 1.3
+            if capital[i] and i and capital[i - 1] and not (i + 1 < len(capital) and capital[i + 1]):
+                weight *= _NAME_HEAD
             self.weights[term] = max(weight, self.weights.get(term, 0.0))
-            content.append(term)
         self.pairs = {(a, b) for a, b in itertools.pairwise(content) if a and b}
         self.total = sum(self.weights.values())
 
@@ -82,5 +95,5 @@ class _Question:
             present = {(a, b) for a, b in itertools.pairwise(tokens) if (a, b) in self.pairs}
             phrase = len(present) / len(self.pairs)
         focus = 1.0 / (1.0 + min(found_at.values()) / 5.0)
-        combined = 0.6 * coverage + 0.25 * phrase + 0.2 * focus
+        combined = 0.7 * coverage + 0.15 * phrase + 0.2 * focus
         return max(-1.0, min(1.0, 2.0 * combined / 1.05 - 1.0))
