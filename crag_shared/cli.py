@@ -26,13 +26,18 @@ def _train(args: argparse.Namespace) -> int:
     from .train import TrainConfig, train_evaluator
 
     pairs = load_pairs(args.data, titles=args.titles)
+    if args.split:
+        pairs = [p for p in pairs if p.split == args.split]
+        if not pairs:
+            raise SystemExit(f"{args.data}: no pairs with split {args.split!r}")
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
         validation = load_pairs(args.validation_data, titles=args.titles)
     config = TrainConfig(base_model=args.base_model, out=args.out, kind=args.kind, pooling=args.pooling,
                          epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size, lr=args.lr,
                          head_lr=args.head_lr, max_length=args.max_length, eval_every=args.eval_every,
-                         eval_limit=args.eval_limit, patience=args.patience, seed=args.seed, threads=args.threads)
+                         eval_limit=args.eval_limit, patience=args.patience, listwise=args.listwise,
+                         temperature=args.temperature, seed=args.seed, threads=args.threads)
     print(f"training on {len(train)} pairs, validating on {len(validation)} (split by query)")
     report = train_evaluator(train, validation, config)
     print(f"best validation AUROC {report.best_auroc:.4f} at step {report.best_step} of {report.steps}; "
@@ -119,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--kind", choices=["bert", "t5"], default="bert")
     train.add_argument("--pooling", choices=["pair", "mean", "cls"], default="pair", help="BERT-style head input")
     train.add_argument("--validation", type=float, default=0.15, help="share of queries held out (no split column)")
+    train.add_argument("--split", help="train only on pairs whose split column has this value (e.g. train); "
+                                       "validation is then held out from them by query, keeping the rest unseen")
     train.add_argument("--validation-data", help="a separate JSONL file to validate on instead")
     train.add_argument("--epochs", type=float, default=1.0)
     train.add_argument("--max-steps", type=int)
@@ -129,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-every", type=int, default=100)
     train.add_argument("--eval-limit", type=int, default=1000)
     train.add_argument("--patience", type=int, default=4)
+    train.add_argument("--listwise", type=float, default=0.0,
+                       help="weight of a per-question softmax ranking loss added to the MSE "
+                            "(batches then hold whole questions)")
+    train.add_argument("--temperature", type=float, default=0.3, help="softmax temperature of --listwise")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--threads", type=int)
     _add_titles(train)

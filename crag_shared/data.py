@@ -83,9 +83,10 @@ def split_by_query(pairs: Sequence[Pair], validation: float = 0.15,
                    salt: str = "crag") -> tuple[list[Pair], list[Pair]]:
     """A deterministic train/validation split by query (no query's passages on both sides).
 
-    Pairs with a `split` column use it ("eval"/"validation"/"dev"/"test" go to validation)."""
-    if any(p.split for p in pairs):
-        held = {"eval", "validation", "dev", "test"}
+    Pairs with a `split` column use it ("eval"/"validation"/"dev"/"test" go to validation) when it names any
+    held-out pairs; pairs that all sit in one training split are split by query as if it were absent."""
+    held = {"eval", "validation", "dev", "test"}
+    if any(p.split in held for p in pairs):
         return [p for p in pairs if p.split not in held], [p for p in pairs if p.split in held]
 
     def held_out(pair: Pair) -> bool:

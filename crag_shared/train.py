@@ -41,6 +41,8 @@ class TrainConfig:
     eval_every: int = 100
     eval_limit: int = 1000
     patience: int = 4
+    listwise: float = 0.0
+    temperature: float = 0.3
     seed: int = 0
     threads: int | None = None
 
@@ -118,6 +120,46 @@ def _length_grouped(lengths: Sequence[int], batch_size: int, rng: random.Random)
     return batches
 
 
+def _question_batches(queries: Sequence[str], lengths: Sequence[int], batch_size: int,
+                      rng: random.Random) -> list[list[int]]:
+    """Batches of whole questions (about `batch_size` pairs), similar lengths together, for the listwise loss."""
+    groups: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        groups.setdefault(query, []).append(i)
+    order = list(groups.values())
+    rng.shuffle(order)
+    chunk = max(1, batch_size * 32 // max(1, len(queries) // max(1, len(groups))))
+    batches: list[list[int]] = []
+    for start in range(0, len(order), chunk):
+        block = sorted(order[start:start + chunk], key=lambda g: sum(lengths[i] for i in g) / len(g))
+        current: list[int] = []
+        for group in block:
+            current.extend(group)
+            if len(current) >= batch_size:
+                batches.append(current)
+                current = []
+        if current:
+            batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def listwise_loss(logits: Any, targets: Sequence[float], queries: Sequence[str], temperature: float) -> Any:
+    """Mean over positives of -log softmax over the positive and its question's negatives: teaches the ranking
+    within a question (the answer paragraph over its article's other paragraphs) that pointwise MSE learns slowly."""
+    torch, _ = require_torch()
+    terms = []
+    for query in dict.fromkeys(queries):
+        rows = [i for i, q in enumerate(queries) if q == query]
+        negatives = [i for i in rows if targets[i] < 0]
+        if not negatives:
+            continue
+        for i in (i for i in rows if targets[i] > 0):
+            candidates = logits[[i, *negatives]] / temperature
+            terms.append(torch.logsumexp(candidates, 0) - candidates[0])
+    return torch.stack(terms).mean() if terms else logits.sum() * 0.0
+
+
 def score_pairs(model: _Model, encoded: Sequence[dict[str, list[int]]], batch_size: int = 64) -> list[float]:
     torch, _ = require_torch()
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
@@ -148,6 +190,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     model = _Model(config)
     train_items = model.encode(train)
     targets = [1.0 if p.relevant else -1.0 for p in train]
+    queries = [p.query_id for p in train]
     held = list(validation)
     rng.shuffle(held)
     held = held[: config.eval_limit]
@@ -168,11 +211,17 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     losses: list[float] = []
     bar = tqdm(total=total, desc="training", disable=not progress)
     while step < total and not report.stopped_early:
-        for batch in _length_grouped(lengths, config.batch_size, rng):
+        batches = (_question_batches(queries, lengths, config.batch_size, rng) if config.listwise
+                   else _length_grouped(lengths, config.batch_size, rng))
+        for batch in batches:
             model.model.train()
             features = model.batch([train_items[i] for i in batch])
             target = torch.tensor([targets[i] for i in batch])
-            loss = torch.nn.functional.mse_loss(model.logits(features), target)
+            logits = model.logits(features)
+            loss = torch.nn.functional.mse_loss(logits, target)
+            if config.listwise:
+                loss = loss + config.listwise * listwise_loss(logits, [targets[i] for i in batch],
+                                                              [queries[i] for i in batch], config.temperature)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
             optimizer.step()

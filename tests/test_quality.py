@@ -94,6 +94,27 @@ def test_titles_read_passages_as_the_corrector_scores_them(tmp_path, bench_dir):
     assert seen == ["Ann Bo: He was elected."]
 
 
+def test_a_single_training_split_is_split_by_query():
+    pairs = [Pair(f"q{i}", "p", bool(i % 2), str(i), "train") for i in range(200)]
+    train, held = split_by_query(pairs, 0.2)
+    assert held and train and not {p.query_id for p in train} & {p.query_id for p in held}
+    mixed = [*pairs, Pair("q", "p", True, "x", "eval")]
+    assert [p.query_id for p in split_by_query(mixed)[1]] == ["x"]  # a held-out split is used as given
+
+
+def test_listwise_loss_ranks_within_each_question_only():
+    torch = pytest.importorskip("torch")
+    from crag_shared.train import listwise_loss
+
+    targets, queries = [1.0, -1.0, -1.0, 1.0, -1.0], ["a", "a", "a", "b", "b"]
+    right = listwise_loss(torch.tensor([0.9, -0.5, -0.6, 0.2, 0.1]), targets, queries, 0.3)
+    wrong = listwise_loss(torch.tensor([-0.5, 0.9, -0.6, 0.2, 0.1]), targets, queries, 0.3)
+    assert right < wrong
+    # question b's negative outscoring question a's positive does not matter: rankings are per question
+    assert listwise_loss(torch.tensor([0.3, 0.0, 0.0, 0.9, 0.8]), targets, queries, 0.3) < wrong
+    assert float(listwise_loss(torch.tensor([0.5, 0.1]), [1.0, 1.0], ["a", "a"], 0.3)) == 0.0  # no negatives
+
+
 def test_auroc():
     assert auroc([0.9, 0.8, 0.1], [True, False, False]) == 1.0
     assert auroc([0.5, 0.5], [True, False]) == 0.5
@@ -126,6 +147,26 @@ def test_training_lowers_the_loss_and_the_model_reloads(kind, pooling, tmp_path)
         assert evaluator.model.config.crag_pooling == pooling and evaluator.score_map == "clip"
 
 
+@pytest.mark.slow
+def test_listwise_training_learns_the_ranking_within_questions(tmp_path):
+    from crag_shared.testing import build_bert_evaluator
+    from crag_shared.train import TrainConfig, train_evaluator
+
+    cities = ["paris", "rome", "oslo", "lima", "cairo", "delhi", "tokyo", "quito"]
+    pairs = [Pair(f"what is the capital of country {i}", text, relevant, str(i))
+             for i, city in enumerate(cities)
+             for text, relevant in ((f"country {i} has its capital at {city}", True),
+                                    (f"country {i} has rivers and many hills", False),
+                                    (f"country {i} exports grain and wool", False))]
+    base = build_bert_evaluator(tmp_path / "base", [p.query + " " + p.passage for p in pairs])
+    config = TrainConfig(base_model=str(base), out=str(tmp_path / "out"), max_steps=40, batch_size=6, lr=1e-3,
+                         head_lr=1e-2, eval_every=10, warmup=0.0, listwise=1.0)
+    report = train_evaluator(pairs, pairs, config, progress=False, log=lambda _: None)
+    assert report.history[-1]["loss"] < report.history[0]["loss"] and report.best_auroc > 0.9
+    scores = CrossEncoderEvaluator(str(tmp_path / "out")).score(pairs[0].query, [p.passage for p in pairs[:3]])
+    assert scores[0] > max(scores[1:])
+
+
 def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):
     data = tmp_path / "fixture.jsonl"
     with data.open("w") as f:
@@ -141,3 +182,26 @@ def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):
     for key in ("lexical", f"cross-encoder:{tiny_bert}", "kfold"):
         assert 0 <= results[key]["pair_auroc"] <= 1 and 0 <= results[key]["query_accuracy"] <= 1
     assert "2-fold by question" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_train_evaluator_cli_keeps_the_eval_split_unseen(tmp_path, tiny_bert, capsys):
+    data = tmp_path / "pairs.jsonl"
+    with data.open("w") as f:
+        for p in overfit_pairs(40):
+            split = "eval" if int(p.query_id) < 8 else "train"
+            f.write(json.dumps({"query": p.query, "passage": p.passage, "label": p.relevant,
+                                "question_id": p.query_id, "split": split}) + "\n")
+    out = tmp_path / "trained"
+    assert main(["train-evaluator", "--data", str(data), "--split", "train", "--base-model", str(tiny_bert),
+                 "--out", str(out), "--max-steps", "3", "--eval-every", "3", "--validation", "0.25",
+                 "--listwise", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    counts = printed.split("training on ")[1].split(" (")[0]
+    trained, validated = (int(n) for n in counts.split(" pairs, validating on "))
+    assert trained + validated == 32 and validated > 0  # the 8 eval pairs were neither trained nor validated on
+    assert json.loads((out / "training_report.json").read_text())["config"]["listwise"] == 0.5
+    assert CrossEncoderEvaluator(str(out)).score("q", ["p"])
+    with pytest.raises(SystemExit, match="no pairs with split 'dev'"):
+        main(["train-evaluator", "--data", str(data), "--split", "dev", "--base-model", str(tiny_bert),
+              "--out", str(out)])
