@@ -21,15 +21,21 @@ def _bench_web(args: argparse.Namespace) -> int:
     return 0 if figures["ours_over_t"] <= 1.3 else 1
 
 
+def _load(args: argparse.Namespace) -> list:
+    """The labelled pairs of `--data`, read with `--titles` and kept to `--split`; a bad file or split exits."""
+    from .data import load_pairs
+
+    try:
+        return load_pairs(args.data, titles=args.titles, split=args.split)
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+
+
 def _train(args: argparse.Namespace) -> int:
     from .data import load_pairs, split_by_query
     from .train import TrainConfig, train_evaluator
 
-    pairs = load_pairs(args.data, titles=args.titles)
-    if args.split:
-        pairs = [p for p in pairs if p.split == args.split]
-        if not pairs:
-            raise SystemExit(f"{args.data}: no pairs with split {args.split!r}")
+    pairs = _load(args)
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
         validation = load_pairs(args.validation_data, titles=args.titles)
@@ -80,13 +86,12 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from .calibrate import score_by_query, write_outputs
-    from .data import load_pairs
     from .evaluators import evaluator_from_spec
     from .policy import calibrate
 
-    pairs = [p for p in load_pairs(args.data, titles=args.titles) if args.split is None or p.split == args.split]
+    pairs = _load(args)
     if not pairs:
-        raise SystemExit(f"no pairs in {args.data}" + (f" with split {args.split!r}" if args.split else ""))
+        raise SystemExit(f"no pairs in {args.data}")
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = calibrate(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)

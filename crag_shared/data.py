@@ -39,7 +39,7 @@ def _text(row: dict, titles: bool) -> str:
     return titled(text, row.get("title")) if titles else text
 
 
-def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False) -> list[Pair]:
+def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split: str | None = None) -> list[Pair]:
     """Read JSONL pairs, one object a line, in either format:
 
     - pairs: `query` (or `question`), `passage` (or `text`), `label` (or `relevant`: bool, ±1, 0/1),
@@ -49,6 +49,7 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False) -> li
 
     `titles=True` reads each passage as "title: text" (a ctx's or pair's `title` field), exactly as the
     Corrector scores it with `score_titles=True`, so calibration and training match that setting.
+    `split` keeps only the pairs whose `split` column has that value, and fails when none does.
     """
     pairs: list[Pair] = []
     with Path(path).open(encoding="utf-8") as lines:
@@ -69,6 +70,10 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False) -> li
                 pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split")))
             except (KeyError, TypeError, ValueError) as error:
                 raise ValueError(f"{path}:{number}: not a labelled pair ({error})") from error
+    if split is not None:
+        pairs = [p for p in pairs if p.split == split]
+        if not pairs:
+            raise ValueError(f"{path}: no pairs with split {split!r}")
     return pairs
 
 

@@ -107,33 +107,17 @@ class _Model:
         return dict(self.tokenizer.pad(list(items), return_tensors="pt"))
 
 
-def _length_grouped(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Shuffled batches of similar-length examples: random order, little padding."""
-    order = list(range(len(lengths)))
+def _length_grouped(groups: Sequence[list[int]], lengths: Sequence[int], batch_size: int,
+                    rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of about `batch_size` examples, similar lengths together: random order, little
+    padding. Each group (one example, or one question's pairs for the listwise loss) stays in one batch."""
+    order = list(groups)
     rng.shuffle(order)
-    chunk = batch_size * 32
-    batches = []
-    for start in range(0, len(order), chunk):
-        block = sorted(order[start:start + chunk], key=lengths.__getitem__)
-        batches.extend(block[i:i + batch_size] for i in range(0, len(block), batch_size))
-    rng.shuffle(batches)
-    return batches
-
-
-def _question_batches(queries: Sequence[str], lengths: Sequence[int], batch_size: int,
-                      rng: random.Random) -> list[list[int]]:
-    """Batches of whole questions (about `batch_size` pairs), similar lengths together, for the listwise loss."""
-    groups: dict[str, list[int]] = {}
-    for i, query in enumerate(queries):
-        groups.setdefault(query, []).append(i)
-    order = list(groups.values())
-    rng.shuffle(order)
-    chunk = max(1, batch_size * 32 // max(1, len(queries) // max(1, len(groups))))
+    chunk = max(1, batch_size * 32 * len(groups) // max(1, len(lengths)))  # ~32 batches sorted at a time
     batches: list[list[int]] = []
     for start in range(0, len(order), chunk):
-        block = sorted(order[start:start + chunk], key=lambda g: sum(lengths[i] for i in g) / len(g))
         current: list[int] = []
-        for group in block:
+        for group in sorted(order[start:start + chunk], key=lambda g: sum(lengths[i] for i in g) / len(g)):
             current.extend(group)
             if len(current) >= batch_size:
                 batches.append(current)
@@ -198,6 +182,10 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     held_labels = [p.relevant for p in held]
 
     lengths = [len(item["input_ids"]) for item in train_items]
+    grouped: dict[object, list[int]] = {}  # the listwise loss needs each question's pairs in one batch
+    for i, key in enumerate(queries if config.listwise else range(len(train))):
+        grouped.setdefault(key, []).append(i)
+    groups = list(grouped.values())
     steps_per_epoch = -(-len(train_items) // config.batch_size)
     total = config.max_steps or max(1, int(steps_per_epoch * config.epochs))
     head_ids = {id(p) for p in model.head.parameters()}
@@ -211,9 +199,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     losses: list[float] = []
     bar = tqdm(total=total, desc="training", disable=not progress)
     while step < total and not report.stopped_early:
-        batches = (_question_batches(queries, lengths, config.batch_size, rng) if config.listwise
-                   else _length_grouped(lengths, config.batch_size, rng))
-        for batch in batches:
+        for batch in _length_grouped(groups, lengths, config.batch_size, rng):
             model.model.train()
             features = model.batch([train_items[i] for i in batch])
             target = torch.tensor([targets[i] for i in batch])

@@ -70,9 +70,9 @@ def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | 
     from ..data import load_pairs
     from ..evaluators import evaluator_from_spec
 
-    pairs = [p for p in load_pairs(data, titles=titles) if split is None or p.split == split]
+    pairs = load_pairs(data, titles=titles, split=split)
     if not pairs:
-        raise ValueError(f"no pairs in {data}" + (f" with split {split!r}" if split else ""))
+        raise ValueError(f"no pairs in {data}")
     base = baselines(pairs)
     where = f"{data} (split {split})" if split else data
     where += ", passages scored as 'title: text'" if titles else ""
