@@ -43,8 +43,7 @@ def _train(args: argparse.Namespace) -> int:
                          epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size, lr=args.lr,
                          head_lr=args.head_lr, max_length=args.max_length, eval_every=args.eval_every,
                          eval_limit=args.eval_limit, patience=args.patience, listwise=args.listwise,
-                         listwise_by=args.listwise_by, temperature=args.temperature, seed=args.seed,
-                         threads=args.threads)
+                         temperature=args.temperature, seed=args.seed, threads=args.threads)
     print(f"training on {len(train)} pairs, validating on {len(validation)} (split by query)")
     report = train_evaluator(train, validation, config)
     print(f"best validation AUROC {report.best_auroc:.4f} at step {report.best_step} of {report.steps}; "
@@ -143,11 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-limit", type=int, default=1000)
     train.add_argument("--patience", type=int, default=4)
     train.add_argument("--listwise", type=float, default=0.0,
-                       help="weight of a softmax ranking loss added to the MSE "
-                            "(batches then hold whole questions and/or passages)")
-    train.add_argument("--listwise-by", choices=["question", "passage", "both"], default="question",
-                       help="rank each question's passages, each passage's questions (which of the questions "
-                            "asked about it does it answer), or both in alternating batches")
+                       help="weight of a per-question softmax ranking loss added to the MSE "
+                            "(batches then hold whole questions)")
     train.add_argument("--temperature", type=float, default=0.3, help="softmax temperature of --listwise")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--threads", type=int)

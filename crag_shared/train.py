@@ -10,7 +10,6 @@ rate for the head than for the encoder, length-grouped batches (little padding) 
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import random
@@ -43,7 +42,6 @@ class TrainConfig:
     eval_limit: int = 1000
     patience: int = 4
     listwise: float = 0.0
-    listwise_by: Literal["question", "passage", "both"] = "question"
     temperature: float = 0.3
     seed: int = 0
     threads: int | None = None
@@ -130,41 +128,13 @@ def _length_grouped(groups: Sequence[list[int]], lengths: Sequence[int], batch_s
     return batches
 
 
-def _groupings(config: TrainConfig) -> list[str | None]:
-    """What each batch keeps together: nothing (MSE only), or whole questions and/or whole passages."""
-    if config.listwise_by not in ("question", "passage", "both"):
-        raise ValueError(f"listwise_by must be 'question', 'passage' or 'both', got {config.listwise_by!r}")
-    if not config.listwise:
-        return [None]
-    return ["question", "passage"] if config.listwise_by == "both" else [config.listwise_by]
-
-
-def _groups(keys: Sequence[object]) -> list[list[int]]:
-    grouped: dict[object, list[int]] = {}
-    for i, key in enumerate(keys):
-        grouped.setdefault(key, []).append(i)
-    return list(grouped.values())
-
-
-def _epoch(groups: dict[str | None, list[list[int]]], lengths: Sequence[int], batch_size: int,
-           rng: random.Random) -> list[tuple[list[int], str | None]]:
-    """One pass over the data per grouping, their batches alternating (with both, each pair comes twice)."""
-    runs = [[(batch, name) for batch in _length_grouped(grouping, lengths, batch_size, rng)]
-            for name, grouping in groups.items()]
-    return [item for row in itertools.zip_longest(*runs) for item in row if item is not None]
-
-
-def listwise_loss(logits: Any, targets: Sequence[float], keys: Sequence[object], temperature: float) -> Any:
-    """Mean over positives of -log softmax over the positive and the negatives sharing its key.
-
-    Keyed by question, it teaches the ranking within a question (the answer paragraph over its article's
-    other paragraphs) that pointwise MSE learns slowly. Keyed by passage, it teaches the reverse: which of
-    the questions asked about one paragraph it answers (SQuAD 2.0's unanswerable questions are written
-    against paragraphs that answer other questions)."""
+def listwise_loss(logits: Any, targets: Sequence[float], queries: Sequence[str], temperature: float) -> Any:
+    """Mean over positives of -log softmax over the positive and its question's negatives: teaches the ranking
+    within a question (the answer paragraph over its article's other paragraphs) that pointwise MSE learns slowly."""
     torch, _ = require_torch()
     terms = []
-    for key in dict.fromkeys(keys):
-        rows = [i for i, k in enumerate(keys) if k == key]
+    for query in dict.fromkeys(queries):
+        rows = [i for i, q in enumerate(queries) if q == query]
         negatives = [i for i in rows if targets[i] < 0]
         if not negatives:
             continue
@@ -212,9 +182,10 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     held_labels = [p.relevant for p in held]
 
     lengths = [len(item["input_ids"]) for item in train_items]
-    keys = {"question": queries, "passage": [" ".join(p.passage.split()) for p in train]}
-    groupings = _groupings(config)
-    groups = {name: _groups(keys[name] if name else range(len(train))) for name in groupings}
+    grouped: dict[object, list[int]] = {}  # the listwise loss needs each question's pairs in one batch
+    for i, key in enumerate(queries if config.listwise else range(len(train))):
+        grouped.setdefault(key, []).append(i)
+    groups = list(grouped.values())
     steps_per_epoch = -(-len(train_items) // config.batch_size)
     total = config.max_steps or max(1, int(steps_per_epoch * config.epochs))
     head_ids = {id(p) for p in model.head.parameters()}
@@ -228,7 +199,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     losses: list[float] = []
     bar = tqdm(total=total, desc="training", disable=not progress)
     while step < total and not report.stopped_early:
-        for batch, grouping in _epoch(groups, lengths, config.batch_size, rng):
+        for batch in _length_grouped(groups, lengths, config.batch_size, rng):
             model.model.train()
             features = model.batch([train_items[i] for i in batch])
             target = torch.tensor([targets[i] for i in batch])
@@ -236,7 +207,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
             loss = torch.nn.functional.mse_loss(logits, target)
             if config.listwise:
                 loss = loss + config.listwise * listwise_loss(logits, [targets[i] for i in batch],
-                                                              [keys[grouping][i] for i in batch], config.temperature)
+                                                              [queries[i] for i in batch], config.temperature)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
             optimizer.step()

@@ -115,28 +115,6 @@ def test_listwise_loss_ranks_within_each_question_only():
     assert float(listwise_loss(torch.tensor([0.5, 0.1]), [1.0, 1.0], ["a", "a"], 0.3)) == 0.0  # no negatives
 
 
-def test_epoch_keeps_whole_questions_and_whole_passages_in_alternating_batches():
-    import random
-
-    from crag_shared.train import TrainConfig, _epoch, _groupings, _groups
-
-    questions = [f"q{i // 3}" for i in range(30)]
-    passages = [f"p{i % 7}" for i in range(30)]
-    groups = {"question": _groups(questions), "passage": _groups(passages)}
-    epoch = _epoch(groups, [10 + i % 5 for i in range(30)], 4, random.Random(0))
-    assert [name for _, name in epoch[:4]] == ["question", "passage", "question", "passage"]
-    for name, keys in (("question", questions), ("passage", passages)):
-        batches = [batch for batch, grouping in epoch if grouping == name]
-        assert sorted(i for batch in batches for i in batch) == list(range(30))  # every pair once per grouping
-        for batch in batches:  # a key's pairs never straddle two batches
-            assert all(all(j in batch for j in range(30) if keys[j] == keys[i]) for i in batch)
-    config = TrainConfig(base_model="m", out="o", listwise=1.0, listwise_by="both")
-    assert _groupings(config) == ["question", "passage"]
-    assert _groupings(TrainConfig(base_model="m", out="o", listwise_by="both")) == [None]  # MSE only
-    with pytest.raises(ValueError, match="listwise_by"):
-        _groupings(TrainConfig(base_model="m", out="o", listwise=1.0, listwise_by="article"))
-
-
 def test_auroc():
     assert auroc([0.9, 0.8, 0.1], [True, False, False]) == 1.0
     assert auroc([0.5, 0.5], [True, False]) == 0.5
@@ -167,42 +145,6 @@ def test_training_lowers_the_loss_and_the_model_reloads(kind, pooling, tmp_path)
     assert len(scores) == 2 and scores[0] > scores[1]  # it learned the toy task
     if kind == "bert":
         assert evaluator.model.config.crag_pooling == pooling and evaluator.score_map == "clip"
-
-
-@pytest.mark.slow
-def test_passage_keyed_listwise_training_learns_which_question_a_passage_answers(tmp_path):
-    """SQuAD 2.0's case: each question has one pair, so question-keyed ranking has nothing to rank; keyed by
-    passage, the answerable question must outscore the unanswerable one written against the same text."""
-    torch = pytest.importorskip("torch")
-    from crag_shared.testing import build_bert_evaluator
-    from crag_shared.train import TrainConfig, listwise_loss, train_evaluator
-
-    cities = ["paris", "rome", "oslo", "lima", "cairo", "delhi", "tokyo", "quito"]
-    pairs = [Pair(question, f"country {i} has its capital at {city}", relevant, f"{i}{relevant}")
-             for i, city in enumerate(cities)
-             for question, relevant in ((f"what is the capital of country {i}", True),
-                                        (f"what is the currency of country {i}", False))]
-    logits, targets = torch.tensor([0.1, 0.9]), [1.0, -1.0]
-    assert float(listwise_loss(logits, targets, ["q1", "q2"], 0.3)) == 0.0  # nothing to rank per question
-    assert float(listwise_loss(logits, targets, ["p", "p"], 0.3)) > 1.0
-    base = build_bert_evaluator(tmp_path / "base", [p.query + " " + p.passage for p in pairs])
-
-    def first_loss(**options) -> float:
-        config = TrainConfig(base_model=str(base), out=str(tmp_path / "first"), max_steps=1, batch_size=4,
-                             eval_every=1, **options)
-        return train_evaluator(pairs, pairs, config, progress=False, log=lambda _: None).history[0]["loss"]
-
-    mse = first_loss()
-    assert first_loss(listwise=1.0, listwise_by="question") == pytest.approx(mse)  # the same batches, no term
-    assert first_loss(listwise=1.0, listwise_by="passage") > mse + 0.1
-    config = TrainConfig(base_model=str(base), out=str(tmp_path / "out"), max_steps=40, batch_size=4, lr=1e-3,
-                         head_lr=1e-2, eval_every=10, warmup=0.0, listwise=1.0, listwise_by="passage")
-    report = train_evaluator(pairs, pairs, config, progress=False, log=lambda _: None)
-    assert report.best_auroc > 0.9
-    evaluator = CrossEncoderEvaluator(str(tmp_path / "out"))
-    for i in (0, 5):
-        right, wrong = pairs[2 * i], pairs[2 * i + 1]
-        assert evaluator.score(right.query, [right.passage])[0] > evaluator.score(wrong.query, [wrong.passage])[0]
 
 
 @pytest.mark.slow
@@ -253,13 +195,12 @@ def test_train_evaluator_cli_keeps_the_eval_split_unseen(tmp_path, tiny_bert, ca
     out = tmp_path / "trained"
     assert main(["train-evaluator", "--data", str(data), "--split", "train", "--base-model", str(tiny_bert),
                  "--out", str(out), "--max-steps", "3", "--eval-every", "3", "--validation", "0.25",
-                 "--listwise", "0.5", "--listwise-by", "both"]) == 0
+                 "--listwise", "0.5"]) == 0
     printed = capsys.readouterr().out
     counts = printed.split("training on ")[1].split(" (")[0]
     trained, validated = (int(n) for n in counts.split(" pairs, validating on "))
     assert trained + validated == 32 and validated > 0  # the 8 eval pairs were neither trained nor validated on
-    config = json.loads((out / "training_report.json").read_text())["config"]
-    assert config["listwise"] == 0.5 and config["listwise_by"] == "both"
+    assert json.loads((out / "training_report.json").read_text())["config"]["listwise"] == 0.5
     assert CrossEncoderEvaluator(str(out)).score("q", ["p"])
     with pytest.raises(SystemExit, match="no pairs with split 'dev'"):
         main(["train-evaluator", "--data", str(data), "--split", "dev", "--base-model", str(tiny_bert),
