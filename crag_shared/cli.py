@@ -21,24 +21,25 @@ def _bench_web(args: argparse.Namespace) -> int:
     return 0 if figures["ours_over_t"] <= 1.3 else 1
 
 
-def _load(args: argparse.Namespace) -> list:
-    """The labelled pairs of `--data`, read with `--titles` and kept to `--split`; a bad file or split exits."""
+def _load(args: argparse.Namespace, path: str | None = None) -> list:
+    """The labelled pairs of `path` (default `--data`, kept to `--split`), read with `--titles`; a bad or
+    empty file exits with its error."""
     from .data import load_pairs
 
     try:
-        return load_pairs(args.data, titles=args.titles, split=args.split)
+        return load_pairs(path or args.data, titles=args.titles, split=None if path else args.split)
     except ValueError as error:
         raise SystemExit(str(error)) from error
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .data import load_pairs, split_by_query
+    from .data import split_by_query
     from .train import TrainConfig, train_evaluator
 
     pairs = _load(args)
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
-        validation = load_pairs(args.validation_data, titles=args.titles)
+        validation = _load(args, args.validation_data)
     config = TrainConfig(base_model=args.base_model, out=args.out, kind=args.kind, pooling=args.pooling,
                          epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size, lr=args.lr,
                          head_lr=args.head_lr, max_length=args.max_length, eval_every=args.eval_every,
@@ -90,8 +91,6 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .policy import calibrate
 
     pairs = _load(args)
-    if not pairs:
-        raise SystemExit(f"no pairs in {args.data}")
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = calibrate(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)

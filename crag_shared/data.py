@@ -49,7 +49,7 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
 
     `titles=True` reads each passage as "title: text" (a ctx's or pair's `title` field), exactly as the
     Corrector scores it with `score_titles=True`, so calibration and training match that setting.
-    `split` keeps only the pairs whose `split` column has that value, and fails when none does.
+    `split` keeps only the pairs whose `split` column has that value. Fails when no pair is left.
     """
     pairs: list[Pair] = []
     with Path(path).open(encoding="utf-8") as lines:
@@ -72,8 +72,8 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
                 raise ValueError(f"{path}:{number}: not a labelled pair ({error})") from error
     if split is not None:
         pairs = [p for p in pairs if p.split == split]
-        if not pairs:
-            raise ValueError(f"{path}: no pairs with split {split!r}")
+    if not pairs:
+        raise ValueError(f"{path}: no pairs" + (f" with split {split!r}" if split is not None else ""))
     return pairs
 
 

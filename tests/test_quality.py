@@ -72,6 +72,9 @@ def test_pairs_formats_and_splits(tmp_path, bench_dir):
     path.write_text('{"query": "q", "passage": "p", "label": "maybe"}\n')
     with pytest.raises(ValueError, match=r"bad\.jsonl:1"):
         load_pairs(path)
+    path.write_text("\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl: no pairs$"):
+        load_pairs(path)
 
 
 def test_titles_read_passages_as_the_corrector_scores_them(tmp_path, bench_dir):

@@ -71,8 +71,6 @@ def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | 
     from ..evaluators import evaluator_from_spec
 
     pairs = load_pairs(data, titles=titles, split=split)
-    if not pairs:
-        raise ValueError(f"no pairs in {data}")
     base = baselines(pairs)
     where = f"{data} (split {split})" if split else data
     where += ", passages scored as 'title: text'" if titles else ""
