@@ -8,7 +8,7 @@ import pytest
 
 from crag_shared import ActionPolicy, Corrector, CrossEncoderEvaluator, OnnxCrossEncoderEvaluator, evaluator_from_spec
 from crag_shared.cli import main
-from crag_shared.evaluators.onnx import MANIFEST, default_export_dir
+from crag_shared.evaluators.onnx import MANIFEST, SESSION_DISABLED_OPTIMIZERS, default_export_dir, export_onnx
 
 pytest.importorskip("onnxruntime")
 
@@ -40,6 +40,34 @@ def test_float_export_scores_like_torch_and_int8_stays_close(checkpoint, request
     assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.05)
     assert fp32.score_map == CrossEncoderEvaluator(str(model)).score_map
     assert (tmp_path / "int8" / "model_int8.onnx").exists() and not (tmp_path / "int8" / "model.onnx").exists()
+
+
+def _op_types(path):
+    import onnx
+
+    return {node.op_type for node in onnx.load(str(path)).graph.node}
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_export_fuses_attention_but_not_the_slow_skip_layer_norm_and_bias_gelu(tiny_bert, tmp_path, quantize):
+    """The exported graph keeps Add + LayerNormalization and Add + Gelu, and the session options stop ONNX
+    Runtime from fusing them again at load time (without the options it does)."""
+    import onnxruntime as ort
+
+    directory = export_onnx(str(tiny_bert), tmp_path / "export", quantize=quantize)
+    model = directory / json.loads((directory / MANIFEST).read_text())["file"]
+    exported = _op_types(model)
+    assert {"QAttention" if quantize else "Attention", "LayerNormalization", "Gelu"} <= exported
+    assert not exported & {"SkipLayerNormalization", "BiasGelu"}
+
+    def loaded_op_types(**kwargs):
+        options = ort.SessionOptions()
+        options.optimized_model_filepath = str(tmp_path / "loaded.onnx")
+        ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"], **kwargs)
+        return _op_types(tmp_path / "loaded.onnx")
+
+    assert not loaded_op_types(disabled_optimizers=SESSION_DISABLED_OPTIMIZERS) & {"SkipLayerNormalization", "BiasGelu"}
+    assert "SkipLayerNormalization" in loaded_op_types()
 
 
 def test_truncation_matches_the_torch_tokenizer(tiny_bert, tmp_path):
