@@ -70,6 +70,21 @@ def test_export_fuses_attention_but_not_the_slow_skip_layer_norm_and_bias_gelu(t
     assert "SkipLayerNormalization" in loaded_op_types()
 
 
+def test_int8_export_quantizes_only_encoder_products_and_to_seven_bits(tiny_bert, tmp_path):
+    """7-bit weights keep AVX2 CPUs without VNNI from saturating their u8 x s8 sums; the embeddings and the
+    first layer norm stay float."""
+    import onnx
+    from onnx import numpy_helper
+
+    directory = export_onnx(str(tiny_bert), tmp_path / "export", quantize=True)
+    graph = onnx.load(str(directory / "model_int8.onnx")).graph
+    kinds = {node.op_type for node in graph.node}
+    assert {"MatMulInteger", "QAttention", "EmbedLayerNormalization"} <= kinds
+    assert "QEmbedLayerNormalization" not in kinds
+    weights = [numpy_helper.to_array(t) for t in graph.initializer if t.data_type == onnx.TensorProto.INT8]
+    assert weights and all(abs(int(w.min())) <= 64 and int(w.max()) <= 64 for w in weights)  # 8 bits: ±127
+
+
 def test_truncation_matches_the_torch_tokenizer(tiny_bert, tmp_path):
     texts = [t * 3 for t in TEXTS]
     expected = CrossEncoderEvaluator(str(tiny_bert), max_length=16).score(QUERY * 2, texts)
