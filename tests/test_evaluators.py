@@ -212,6 +212,15 @@ def test_quantized_scores_stay_close_to_float(tiny_bert):
     assert int8_scores == pytest.approx(float_scores, abs=0.05)
 
 
+def test_quantized_weights_are_per_output_channel(tiny_bert):
+    import torch
+
+    evaluator = CrossEncoderEvaluator(str(tiny_bert), quantize=True)
+    evaluator.warm_up()
+    quantized = [m for m in evaluator.model.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert quantized and all(m.weight().qscheme() == torch.per_channel_affine for m in quantized)
+
+
 async def test_hf_async_scoring_matches_sync(tiny_bert):
     ev = CrossEncoderEvaluator(str(tiny_bert))
     assert await ev.ascore("q", ["paris", "tower"]) == ev.score("q", ["paris", "tower"])

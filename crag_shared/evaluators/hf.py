@@ -125,9 +125,12 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         if self.quantize:
             if self.device != "cpu":
                 raise ValueError("quantize=True is int8 dynamic quantization for CPU; use device='cpu'")
+            # per output channel: per tensor, a trained crag evaluator's scores moved by 0.13 on average (0.80
+            # max) and its qa_pairs AUROC fell 0.917 -> 0.908; per channel 0.07 (0.914), at the same speed
             with warnings.catch_warnings():  # torch marks eager quantization deprecated; it still works
                 warnings.simplefilter("ignore")
-                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+                per_channel = torch.ao.quantization.per_channel_dynamic_qconfig
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear: per_channel}, dtype=torch.qint8)
         self._tokenizer = tokenizer
         self._model = model.to(self.device)
 
