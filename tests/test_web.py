@@ -6,7 +6,7 @@ import pytest
 
 from crag_shared import Action, Corrector, Origin, WebSearchError
 from crag_shared.web.fetch import PageFetcher
-from crag_shared.web.fetching import prefer_wikipedia
+from crag_shared.web.search_engine import prefer_wikipedia
 from crag_shared.web.serpapi import SerpAPISearch
 
 LOOPBACK = ["127.0.0.1/32"]
@@ -70,7 +70,7 @@ def test_missing_api_key_fails_at_construction(monkeypatch):
     with pytest.raises(ValueError, match="SERPAPI_API_KEY"):
         SerpAPISearch()
     monkeypatch.setenv("SERPAPI_API_KEY", "from-env")
-    assert SerpAPISearch()._api_key == "from-env"
+    assert SerpAPISearch()._api_key.reveal() == "from-env"
 
 
 def page_fault_cases(web):
@@ -102,7 +102,7 @@ def test_page_faults_are_reported_and_good_pages_still_count(serpapi_search, fak
     corrector = Corrector(web_search=serpapi_search(fetcher=fetcher), web_top_k=20)
     result = corrector.correct(QUERY, OFF_TOPIC) if mode == "sync" else asyncio.run(
         corrector.acorrect(QUERY, OFF_TOPIC))
-    issues = {i["url"].rsplit("/", 1)[-1]: i["reason"] for i in result.trace.find("web_search")[0]["issues"]}
+    issues = {i["url"].rsplit("/", 1)[-1]: i["reason"] for i in result.trace.find("web_search")[0].issues}
     for name, reason in expected.items():
         assert reason in issues[name], (name, issues.get(name))
     assert result.action is Action.INCORRECT and result.fallbacks == []

@@ -9,12 +9,12 @@ from typing import Any
 
 from .base import WebSearch, WebSearchError, split_paragraphs, titled_paragraphs
 from .memory import InMemoryWebSearch, WebPage
-from .replay import ReplayWebSearch
+from .replay import ReplaySearch
 
 _LAZY = {"SerpAPISearch": ".serpapi", "SerperSearch": ".serper", "PageFetcher": ".fetch", "FetchedPage": ".fetch",
-         "FetchingWebSearch": ".fetching", "prefer_wikipedia": ".fetching"}
+         "FetchingWebSearch": ".search_engine", "prefer_wikipedia": ".search_engine"}
 
-__all__ = ["FetchedPage", "FetchingWebSearch", "InMemoryWebSearch", "PageFetcher", "ReplayWebSearch",
+__all__ = ["FetchedPage", "FetchingWebSearch", "InMemoryWebSearch", "PageFetcher", "ReplaySearch",
            "SerpAPISearch", "SerperSearch", "WebPage", "WebSearch", "WebSearchError", "prefer_wikipedia",
            "split_paragraphs", "titled_paragraphs"]
 

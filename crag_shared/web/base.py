@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from ..types import Passage, WebSearchResponse
-
-
-def require_key(api_key: str | None, env_var: str, provider: str) -> str:
-    """The API key from the argument or the environment; a clear error at construction when neither is set."""
-    key = api_key or os.environ.get(env_var)
-    if not key:
-        raise ValueError(f"{provider} needs an API key: pass api_key=... or set {env_var}")
-    return key
 
 
 class WebSearchError(RuntimeError):
@@ -28,6 +19,14 @@ class WebSearch(Protocol):
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
 
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
+
+
+def check_search(query: object, top_k: object) -> None:
+    """What every provider requires of a search call; a wrong type is the caller's error, said clearly."""
+    if not isinstance(query, str):
+        raise TypeError(f"search query must be a string, got {type(query).__name__}")
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
 
 
 def titled_paragraphs(title: str, paragraphs: Iterable[str], min_chars: int = 10) -> tuple[str, ...]:

@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import logging
+import threading
+from functools import lru_cache
 
 from .base import titled_paragraphs
 
-#: trafilatura logs every page it cannot parse at WARNING; those pages are reported in the trace instead.
-logging.getLogger("trafilatura").setLevel(logging.ERROR)
+
+class _QuietInOurExtraction(logging.Filter):
+    """trafilatura warns about every page it cannot parse; crag reports those pages in the trace instead.
+    Only records from crag's extraction threads are dropped, so trafilatura's logging elsewhere is untouched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or not threading.current_thread().name.startswith(EXTRACT_THREAD)
+
+
+EXTRACT_THREAD = "crag-extract"
+
+
+@lru_cache(maxsize=1)
+def _quiet_trafilatura() -> None:
+    """Filters apply per logger, not to children: every trafilatura module's logger gets ours."""
+    quiet = _QuietInOurExtraction()
+    for name in list(logging.root.manager.loggerDict):
+        if name == "trafilatura" or name.startswith("trafilatura."):
+            logging.getLogger(name).addFilter(quiet)
 
 
 def extract_page(html: str, *, url: str | None = None, fallback_title: str = "", min_chars: int = 20,
@@ -18,6 +37,8 @@ def extract_page(html: str, *, url: str | None = None, fallback_title: str = "",
     result's title). Paragraphs shorter than `min_chars` characters are dropped.
     """
     import trafilatura
+
+    _quiet_trafilatura()
 
     document = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
                                            include_tables=False, fast=fast)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -16,6 +14,9 @@ from urllib.parse import urljoin, urlsplit
 
 import certifi
 import httpx
+
+from .decoding import ACCEPT_ENCODING, BoundedDecoder, EncodingError
+from .guard import AddressPolicy, Refused, literal_ip, pinned_transport
 
 T = TypeVar("T")
 
@@ -46,10 +47,6 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-class _Refused(Exception):
-    pass
-
-
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine from sync code, also when an event loop is already running (Jupyter)."""
     try:
@@ -60,25 +57,26 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved
-                or ip.is_unspecified)
-
-
 class PageFetcher:
     """Fetches many pages at once, within limits.
 
     - `concurrency` requests at a time; `timeout` seconds per request; the whole batch ends at
       `deadline` seconds, unfinished pages reported as such;
-    - bodies are streamed and cut at `max_bytes`; only HTML and plain text are read (PDFs and the rest
-      are skipped with a reason); at most `max_redirects` redirects, loops detected;
+    - bodies are streamed and cut at `max_bytes` decoded bytes, a cap that holds on every content-encoding
+      layer (gzip, deflate; others are refused); only HTML and plain text are read (PDFs and the rest are
+      skipped with a reason; a body without a content type is sniffed); at most `max_redirects`
+      redirects, loops detected;
     - 429 and 5xx are retried `retries` times with exponential backoff, while the deadline allows;
     - the charset comes from the headers, else it is detected; undecodable bytes are replaced;
-    - hosts resolving to loopback, private, link-local, multicast or reserved addresses are refused
-      before any connection, on every redirect hop, unless `allow_private_addresses=True` or the
-      address lies in one of the networks it lists (e.g. `["127.0.0.1/32"]` for a local test server).
-    `transport` is the httpx seam for tests and custom networking.
+    - hosts resolving to any address that is not globally reachable (loopback, private, CGNAT, link-local,
+      multicast, reserved, documentation, IPv6 forms embedding such an IPv4) are refused, unless
+      `allow_private_addresses=True` or the address lies in a network it lists (e.g. `["127.0.0.1/32"]`
+      for a local test server). Each name is resolved once per connection and the connection goes to the
+      address that was checked (see `guard`), on every redirect hop, so DNS rebinding cannot reach
+      an internal host; environment proxies are not used;
+    - a malformed URL or redirect target fails that page alone, with its reason.
+    `transport` is the httpx seam for tests and custom networking; with one, names are checked before
+    each request but the connection is the transport's own, so pinning is up to it.
     """
 
     def __init__(self, *, concurrency: int = 5, timeout: float = 5.0, deadline: float = 10.0,
@@ -97,8 +95,7 @@ class PageFetcher:
         self.backoff = backoff
         self.user_agent = user_agent
         self.allow_private_addresses = allow_private_addresses
-        self._allowed_networks = ([] if isinstance(allow_private_addresses, bool) else
-                                  [ipaddress.ip_network(n, strict=False) for n in allow_private_addresses])
+        self.policy = AddressPolicy(allow_private_addresses)
         self.transport = transport
 
     def fetch_all_sync(self, urls: Sequence[str]) -> list[FetchedPage]:
@@ -115,19 +112,23 @@ class PageFetcher:
             return []
         ends_at = time.monotonic() + self.deadline
         gate = asyncio.Semaphore(self.concurrency)
-        async with httpx.AsyncClient(headers={"User-Agent": self.user_agent}, transport=self.transport,
-                                     timeout=self.timeout, follow_redirects=False, verify=_ssl_context()) as client:
+        transport = self.transport or pinned_transport(self.policy, _ssl_context())
+        headers = {"User-Agent": self.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+        async with httpx.AsyncClient(headers=headers, transport=transport, timeout=self.timeout,
+                                     follow_redirects=False, trust_env=False) as client:
 
             async def one(url: str) -> FetchedPage:
                 async with gate:
                     try:
                         page = await self._fetch(client, url, ends_at)
-                    except _Refused as refused:
+                    except Refused as refused:
                         return FetchedPage(url, error=str(refused))
                     except httpx.TimeoutException:
                         return FetchedPage(url, error=f"timed out after {self.timeout:g} s")
-                    except httpx.HTTPError as error:
+                    except (httpx.HTTPError, httpx.InvalidURL, EncodingError) as error:
                         return FetchedPage(url, error=f"{type(error).__name__}: {error}")
+                    except Exception as error:  # never raising: one hostile URL fails alone
+                        return FetchedPage(url, error=f"unexpected {type(error).__name__}: {error}")
                 if process is None or page.error:
                     return page
                 try:
@@ -145,21 +146,19 @@ class PageFetcher:
         return [t.result() if t in done else FetchedPage(u, error=late) for t, u in zip(tasks, urls)]
 
     async def _guard(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise _Refused(f"refused: not an http(s) URL: {url[:200]}")
-        if self.allow_private_addresses is True:
-            return
-        host = parts.hostname
+        """Refuse what is not a well-formed http(s) URL; with a custom transport, also check its addresses."""
         try:
-            addresses = [host] if _is_ip(host) else [info[4][0] for info in await asyncio.get_running_loop()
-                                                      .getaddrinfo(host, parts.port or 443, type=socket.SOCK_STREAM)]
-        except OSError as error:
-            raise _Refused(f"cannot resolve {host}: {error}") from error
-        blocked = [a for a in addresses if not _is_public(a) and not self._allowed(a)]
-        if blocked:
-            raise _Refused(f"refused: {host} resolves to a non-public address ({blocked[0]}); "
-                           "set allow_private_addresses=True to allow it")
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            httpx.URL(url)
+        except (ValueError, httpx.InvalidURL) as error:
+            raise Refused(f"refused: malformed URL {url[:200]!r} ({error})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise Refused(f"refused: not an http(s) URL: {url[:200]}")
+        if literal_ip(parts.hostname) is not None:
+            self.policy.check(parts.hostname, [str(literal_ip(parts.hostname))])
+        elif self.transport is not None:
+            await self.policy.resolve(parts.hostname, port)
 
     async def _fetch(self, client: httpx.AsyncClient, url: str, ends_at: float) -> FetchedPage:
         original, seen = url, {url}
@@ -168,7 +167,11 @@ class PageFetcher:
             for attempt in range(self.retries + 1):
                 async with client.stream("GET", url) as response:
                     if response.is_redirect and "location" in response.headers:
-                        target = urljoin(url, response.headers["location"])
+                        try:
+                            target = urljoin(url, response.headers["location"])
+                        except ValueError as error:
+                            return FetchedPage(original, url, response.status_code,
+                                               error=f"malformed redirect target ({error})")
                         if target in seen:
                             return FetchedPage(original, url, response.status_code, error=f"redirect loop at {target}")
                         seen.add(target)
@@ -189,29 +192,34 @@ class PageFetcher:
             return FetchedPage(original, url, status, content_type, error=f"HTTP {status}")
         if content_type and content_type not in TEXT_TYPES:
             return FetchedPage(original, url, status, content_type, error=f"skipped content type {content_type}")
-        body, truncated = bytearray(), False
-        async for chunk in response.aiter_bytes():
-            body.extend(chunk)
-            if len(body) >= self.max_bytes:
-                del body[self.max_bytes:]
-                truncated = True
+        decoder = BoundedDecoder(response.headers.get("content-encoding", ""), self.max_bytes)
+        body, raw_bytes = bytearray(), 0
+        async for chunk in response.aiter_raw():
+            raw_bytes += len(chunk)
+            body.extend(decoder.feed(chunk))
+            if decoder.full or raw_bytes >= self.max_bytes:
                 break
+            await asyncio.sleep(0)  # let other pages run between chunks
+        truncated = decoder.full or raw_bytes >= self.max_bytes
         if not body.strip():
             return FetchedPage(original, url, status, content_type, error="empty body")
-        return FetchedPage(original, url, status, content_type or "text/html",
+        if not content_type:
+            content_type = sniff(bytes(body[:4096]))
+            if not content_type:
+                return FetchedPage(original, url, status, error="no content type, and the body is not text")
+        return FetchedPage(original, url, status, content_type,
                            _decode(bytes(body), response.charset_encoding), truncated)
 
-    def _allowed(self, address: str) -> bool:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        return any(ip in network for network in self._allowed_networks)
 
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+def sniff(head: bytes) -> str:
+    """The type of a body served without Content-Type: HTML if it looks like markup, plain text if it
+    has no binary control bytes, else '' (binary, not read)."""
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    if controls > len(head) // 100:
+        return ""
+    start = head.lstrip()[:64].lower()
+    markup = (b"<!doctype html", b"<html", b"<head", b"<body", b"<p", b"<div", b"<?xml", b"<!--")
+    return "text/html" if start.startswith(markup) else "text/plain"
 
 
 def _decode(body: bytes, declared: str | None) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..evaluators.lexical import LexicalEvaluator
 from ..types import WebResult, WebSearchResponse
-from .base import split_paragraphs, titled_paragraphs
+from .base import check_search, split_paragraphs, titled_paragraphs
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class InMemoryWebSearch:
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        check_search(query, top_k)
         self.queries.append(query)
         scores = self._ranker.score(query, [f"{p.title}\n{p.text}" for p in self.pages])
         ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])

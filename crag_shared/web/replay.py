@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..types import WebSearchResponse
+from .base import check_search
 from .memory import InMemoryWebSearch, WebPage
 
 
@@ -13,7 +14,7 @@ def _key(query: str) -> str:
     return " ".join(query.casefold().split())
 
 
-class ReplayWebSearch:
+class ReplaySearch:
     """Serves recorded search results and page texts from a JSONL file; nothing leaves the machine.
 
     Each line: `{"query": "...", "results": [{"title", "url", "snippet", "text"}, ...]}`; `text` is the
@@ -42,6 +43,7 @@ class ReplayWebSearch:
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        check_search(query, top_k)
         self.queries.append(query)
         recorded = self._recorded.get(_key(query))
         if recorded is None:

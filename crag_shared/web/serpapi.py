@@ -2,76 +2,133 @@
 
 from __future__ import annotations
 
+import time
+from functools import lru_cache
 from typing import Any, Literal
 
-from .base import WebSearchError, require_key
+from .base import WebSearchError
 from .fetch import PageFetcher
-from .fetching import FetchingWebSearch
+from .keys import ApiKey, redact_client_logs
+from .search_engine import FetchingWebSearch
 
 NO_RESULTS = "hasn't returned any results"
+MAX_ANSWER_BYTES = 10_000_000
 
 
 class SerpAPISearch(FetchingWebSearch):
     """Web search for CRAG over SerpAPI (serpapi.com), with page fetching and paragraph extraction.
 
     - The key comes from `api_key` or the `SERPAPI_API_KEY` environment variable; without one,
-      construction fails (not the first query). The key is never logged and is scrubbed from errors.
+      construction fails (not the first query). The key never appears in repr, errors, traces or
+      pickles, and urllib3's request logs show it masked (SerpAPI takes it in the query string, so
+      proxies and SerpAPI's own logs still see it).
     - `engine`, `num_results`, `hl`, `gl`, `location` and `params` pass through to SerpAPI;
       `base_url` points the client at another host (a proxy, or a test server).
+    - `timeout` bounds the whole search call, also against an endpoint that answers a byte at a time.
     - Wikipedia preference, page fetching and extraction: see `FetchingWebSearch`.
-    Search failures (bad key, 429, 5xx, timeout, malformed answer, an `"error"` in a 200 answer) raise
-    `WebSearchError`; "no results" is an empty answer, not an error.
+    Search failures (bad key, 429, 5xx, timeout, redirect loops, malformed answers, an `"error"` in a 200
+    answer) raise `WebSearchError`; "no results" is an empty answer, not an error.
     """
+
+    engine_name = "SerpAPI"
 
     def __init__(self, api_key: str | None = None, *, engine: str = "google", num_results: int = 10,
                  mode: Literal["wiki", "all"] = "wiki", wiki_prefix: bool = False, hl: str | None = None,
                  gl: str | None = None, location: str | None = None, params: dict[str, Any] | None = None,
                  base_url: str | None = None, timeout: float = 10.0, fetch_pages: bool = True,
-                 fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20) -> None:
+                 fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
+                 max_paragraphs: int = 100) -> None:
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
-                         min_paragraph_chars=min_paragraph_chars)
-        self._api_key = require_key(api_key, "SERPAPI_API_KEY", "SerpAPISearch")
+                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout)
+        self._api_key = ApiKey(api_key, "SERPAPI_API_KEY", "SerpAPISearch")
         self.engine = engine
         self.num_results = num_results
         self.params = {k: v for k, v in {"hl": hl, "gl": gl, "location": location}.items() if v} | (params or {})
         self.base_url = base_url
-        self.timeout = timeout
+        redact_client_logs("urllib3.connectionpool", "urllib3.util.retry")
 
     def __repr__(self) -> str:
         return f"SerpAPISearch(engine={self.engine!r}, mode={self.mode!r}, base_url={self.base_url!r})"
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***")
-
-    def _client(self) -> Any:
-        import serpapi
-
-        client = serpapi.Client(api_key=self._api_key, timeout=self.timeout)
-        if self.base_url:
-            client.BASE_DOMAIN = self.base_url.rstrip("/")
-        return client
-
     def organic_results(self, query: str) -> list[dict[str, Any]]:
-        import requests
-        import serpapi
-
-        params = {"engine": self.engine, "q": self.engine_query(query), "num": self.num_results, **self.params}
         try:
-            answer = self._client().search(params)
-        except serpapi.HTTPError as error:
-            detail = getattr(error, "error", None) or str(error)
-            raise WebSearchError(self._scrub(f"SerpAPI HTTP {error.status_code}: {detail}")) from None
-        except (serpapi.TimeoutError, requests.Timeout):
-            raise WebSearchError(f"SerpAPI timed out after {self.timeout:g} s") from None
-        except serpapi.HTTPConnectionError as error:
-            raise WebSearchError(self._scrub(f"cannot reach SerpAPI: {error}")) from None
-        except ValueError as error:  # requests' JSONDecodeError
-            raise WebSearchError(self._scrub(f"SerpAPI answered with malformed JSON: {error}")) from None
-        data = answer.as_dict() if hasattr(answer, "as_dict") else answer
+            data = self._call({"engine": self.engine, "q": self.engine_query(query), "num": self.num_results,
+                               **self.params})
+        except WebSearchError:
+            raise
+        except Exception as error:  # whatever the client raised, the key never leaves in its text
+            raise WebSearchError(self._api_key.scrub(_describe(error))) from None
         if not isinstance(data, dict):
             raise WebSearchError(f"SerpAPI answered with malformed JSON ({type(data).__name__}, not an object)")
         if data.get("error"):
             if NO_RESULTS in str(data["error"]):
                 return []
-            raise WebSearchError(self._scrub(f"SerpAPI error: {data['error']}"))
-        return [r for r in data.get("organic_results") or [] if isinstance(r, dict)]
+            raise WebSearchError(self._api_key.scrub(f"SerpAPI error: {data['error']}"))
+        organic = data.get("organic_results") or []
+        if not isinstance(organic, list):
+            raise WebSearchError(f"SerpAPI answered with malformed organic_results ({type(organic).__name__})")
+        return organic
+
+    def _call(self, params: dict[str, Any]) -> Any:
+        client = _deadline_client()(api_key=self._api_key.reveal(), timeout=self.timeout,
+                                 ends_at=time.monotonic() + self.timeout)
+        if self.base_url:
+            client.BASE_DOMAIN = self.base_url.rstrip("/")
+        try:
+            answer = client.search(params)
+        finally:
+            client.session.close()
+        return answer.as_dict() if hasattr(answer, "as_dict") else answer
+
+
+def _describe(error: Exception) -> str:
+    import requests
+    import serpapi
+
+    if isinstance(error, serpapi.HTTPError):
+        detail = getattr(error, "error", None) or str(error)
+        return f"SerpAPI HTTP {getattr(error, 'status_code', '?')}: {detail}"
+    if isinstance(error, (serpapi.TimeoutError, requests.Timeout, TimeoutError)):
+        return f"SerpAPI timed out: {error}"
+    if isinstance(error, serpapi.HTTPConnectionError):
+        return f"cannot reach SerpAPI: {error}"
+    if isinstance(error, requests.TooManyRedirects):
+        return f"SerpAPI redirected too often: {error}"
+    if isinstance(error, ValueError):  # requests' JSONDecodeError, or JSON that is not an object
+        return f"SerpAPI answered with malformed JSON: {type(error).__name__}: {error}"
+    return f"SerpAPI call failed: {type(error).__name__}: {error}"
+
+
+@lru_cache(maxsize=1)
+def _deadline_client() -> type:
+    """serpapi's client, reading the answer in pieces so the whole call ends by `ends_at`.
+
+    requests' timeout applies per read, so an endpoint sending a byte a second would hold a thread
+    for as long as it liked; here the body is streamed and the connection closed at the deadline."""
+    import serpapi
+
+    class DeadlineClient(serpapi.Client):
+        def __init__(self, *, ends_at: float, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.ends_at = ends_at
+
+        def request(self, method: str, path: str, params: dict[str, Any], *, assert_200: bool = True,
+                    **kwargs: Any) -> Any:
+            response = super().request(method, path, params, assert_200=False, stream=True, **kwargs)
+            body = bytearray()
+            read = getattr(response.raw, "read1", None) or response.raw.read
+            try:
+                while chunk := read(65536, decode_content=True):
+                    body.extend(chunk)
+                    if time.monotonic() > self.ends_at:
+                        raise serpapi.TimeoutError(f"no complete answer within {self.timeout:g} s")
+                    if len(body) > MAX_ANSWER_BYTES:
+                        raise ValueError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
+            finally:
+                response.close()
+            response._content, response._content_consumed = bytes(body), True
+            if assert_200:
+                serpapi.http.raise_for_status(response)
+            return response
+
+    return DeadlineClient

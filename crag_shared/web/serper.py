@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 import httpx
 
-from .base import WebSearchError, require_key
-from .fetch import PageFetcher
-from .fetching import FetchingWebSearch
+from .base import WebSearchError
+from .fetch import PageFetcher, run_sync
+from .keys import ApiKey
+from .search_engine import FetchingWebSearch
 
 SERPER_URL = "https://google.serper.dev"
 
@@ -16,43 +17,54 @@ SERPER_URL = "https://google.serper.dev"
 class SerperSearch(FetchingWebSearch):
     """Web search over serper.dev: key from `api_key` or `SERPER_API_KEY` (required at construction).
 
-    Same Wikipedia preference, page fetching and failure contract as `SerpAPISearch`; `base_url` points
-    it at another host. `transport` is the httpx seam for tests.
+    Same Wikipedia preference, page fetching, deadline and failure contract as `SerpAPISearch`; an
+    error that Serper reports inside a 200 answer is a `WebSearchError` carrying its text. `base_url`
+    points it at another host. `transport` is the httpx seam for tests.
     """
+
+    engine_name = "Serper"
 
     def __init__(self, api_key: str | None = None, *, num_results: int = 10, mode: Literal["wiki", "all"] = "wiki",
                  wiki_prefix: bool = False, gl: str | None = None, hl: str | None = None,
                  location: str | None = None, base_url: str = SERPER_URL, timeout: float = 10.0,
                  fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 max_paragraphs: int = 100, transport: httpx.AsyncBaseTransport | None = None) -> None:
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
-                         min_paragraph_chars=min_paragraph_chars)
-        self._api_key = require_key(api_key, "SERPER_API_KEY", "SerperSearch")
+                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout)
+        self._api_key = ApiKey(api_key, "SERPER_API_KEY", "SerperSearch")
         self.num_results = num_results
         self.params = {k: v for k, v in {"gl": gl, "hl": hl, "location": location}.items() if v}
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
         self.transport = transport
 
     def __repr__(self) -> str:
         return f"SerperSearch(mode={self.mode!r}, base_url={self.base_url!r})"
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
+        return run_sync(self.aorganic_results(query))
+
+    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
         body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
         try:
-            with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
-                response = client.post(f"{self.base_url}/search", json=body,
-                                       headers={"X-API-KEY": self._api_key})
+            async with httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False) as client:
+                response = await client.post(f"{self.base_url}/search", json=body,
+                                             headers={"X-API-KEY": self._api_key.reveal()})
         except httpx.TimeoutException:
             raise WebSearchError(f"Serper timed out after {self.timeout:g} s") from None
-        except httpx.HTTPError as error:
-            raise WebSearchError(f"cannot reach Serper: {type(error).__name__}: {error}") from None
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
+            raise WebSearchError(self._api_key.scrub(f"cannot reach Serper: {type(error).__name__}: {error}")) from None
         if response.status_code >= 400:
-            raise WebSearchError(f"Serper HTTP {response.status_code}: {response.text[:200]}")
+            raise WebSearchError(self._api_key.scrub(f"Serper HTTP {response.status_code}: {response.text[:200]}"))
         try:
             data = response.json()
         except ValueError as error:
             raise WebSearchError(f"Serper answered with malformed JSON: {error}") from None
         if not isinstance(data, dict):
-            raise WebSearchError("Serper answered with malformed JSON (not an object)")
-        return [r for r in data.get("organic") or [] if isinstance(r, dict)]
+            raise WebSearchError(f"Serper answered with malformed JSON ({type(data).__name__}, not an object)")
+        problem = data.get("error") or (data.get("message") if "organic" not in data else None)
+        if problem:
+            raise WebSearchError(self._api_key.scrub(f"Serper error: {str(problem)[:300]}"))
+        organic = data.get("organic") or []
+        if not isinstance(organic, list):
+            raise WebSearchError(f"Serper answered with malformed organic results ({type(organic).__name__})")
+        return organic

@@ -1,0 +1,147 @@
+"""What every search-engine provider shares: Wikipedia preference, page fetching, paragraph extraction."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ..types import WebIssue, WebResult, WebSearchResponse
+from .base import WebSearchError, check_search
+from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
+from .fetch import FetchedPage, PageFetcher, run_sync
+
+
+def is_wikipedia(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "wikipedia.org" or host.endswith(".wikipedia.org")
+
+
+def prefer_wikipedia(results: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """The paper's `wiki` mode: Wikipedia pages first (engine order kept within each group); `all`: as is."""
+    if mode == "all":
+        return results
+    return sorted(results, key=lambda r: not is_wikipedia(str(r.get("link", ""))))
+
+
+def clean_results(raw: Any) -> tuple[list[dict[str, str]], int]:
+    """The engine's organic results with a usable http(s) link, as plain strings; and how many were not.
+
+    One malformed entry (a link that is a list, a number, a dict) is skipped alone; the rest are kept."""
+    kept, skipped = [], 0
+    for entry in raw if isinstance(raw, list) else []:
+        link = entry.get("link") if isinstance(entry, dict) else None
+        if not isinstance(link, str) or urlsplit(link.strip()).scheme not in ("http", "https"):
+            skipped += 1
+            continue
+        kept.append({"link": link.strip(), "title": _text(entry.get("title")), "snippet": _text(entry.get("snippet"))})
+    return kept, skipped
+
+
+def _text(value: Any) -> str:
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+
+
+class FetchingWebSearch(ABC):
+    """A search engine whose top results' pages are fetched and split into title-prefixed paragraphs.
+
+    Subclasses implement `organic_results(query)` (blocking; it runs in a worker thread) or the async
+    `aorganic_results`, returning dicts with `title`, `link` and `snippet`, and raise `WebSearchError`
+    when the search as a whole fails.
+    - The search call as a whole ends within `timeout` seconds, however slowly the engine answers.
+    - `mode="wiki"` (default) puts Wikipedia results first, as the paper does; `wiki_prefix=True` also
+      prefixes the query with "Wikipedia, " like the official code; `mode="all"` keeps engine order.
+      Results with a malformed link are skipped alone and listed in `issues`.
+    - With `fetch_pages=True` the chosen results' pages are fetched concurrently by `fetcher`; pages that
+      fail are listed in the response's `issues`, and a result without page text keeps its snippet for
+      the corrector's snippet fallback. `fast_extraction` trades trafilatura's backup extractors for speed.
+    - Extraction runs on a thread of this query's own, so one query's large pages never queue another
+      query's; each page gives at most `max_paragraphs` paragraphs, and pages still being extracted at
+      the fetcher's deadline are reported as late.
+    """
+
+    #: how errors name the engine
+    engine_name = "web search"
+
+    def __init__(self, *, mode: Literal["wiki", "all"] = "wiki", wiki_prefix: bool = False,
+                 fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
+                 fast_extraction: bool = True, max_paragraphs: int = 100, timeout: float = 10.0) -> None:
+        if mode not in ("wiki", "all"):
+            raise ValueError(f"mode must be 'wiki' or 'all', got {mode!r}")
+        if max_paragraphs < 1 or not timeout > 0:
+            raise ValueError("max_paragraphs must be at least 1 and timeout positive")
+        self.mode = mode
+        self.wiki_prefix = wiki_prefix
+        self.fetch_pages = fetch_pages
+        self.fetcher = fetcher or PageFetcher()
+        self.min_paragraph_chars = min_paragraph_chars
+        self.fast_extraction = fast_extraction
+        self.max_paragraphs = max_paragraphs
+        self.timeout = timeout
+
+    @abstractmethod
+    def organic_results(self, query: str) -> list[dict[str, Any]]:
+        """One request to the engine; its organic results in engine order."""
+
+    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
+        """Async `organic_results`; by default the blocking call in a worker thread."""
+        return await asyncio.to_thread(self.organic_results, query)
+
+    def engine_query(self, query: str) -> str:
+        return f"Wikipedia, {query}" if self.wiki_prefix and self.mode == "wiki" else query
+
+    def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        return run_sync(self.asearch(query, top_k))
+
+    async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        check_search(query, top_k)
+        try:
+            organic = await asyncio.wait_for(self.aorganic_results(query), self.timeout)
+        except asyncio.TimeoutError:
+            raise WebSearchError(f"{self.engine_name} timed out: no complete answer within {self.timeout:g} s"
+                                 ) from None
+        usable, skipped = clean_results(organic)
+        chosen = prefer_wikipedia(usable, self.mode)[:top_k]
+        issues: list[WebIssue] = []
+        if skipped:
+            issues.append(WebIssue("search", f"skipped {skipped} result(s) without a usable http(s) link"))
+        pages = await self._fetch([r["link"] for r in chosen], [r["title"] for r in chosen]) if self.fetch_pages else []
+        results = []
+        for position, hit in enumerate(chosen, 1):
+            title, paragraphs = hit["title"], ()
+            if pages:
+                page = pages[position - 1]
+                if page.error:
+                    issues.append(WebIssue("fetch", page.error, hit["link"]))
+                else:
+                    if page.truncated:
+                        issues.append(WebIssue("fetch", f"page cut at {self.fetcher.max_bytes} bytes", hit["link"]))
+                    if not page.paragraphs:
+                        issues.append(WebIssue("extract", "no paragraph text found", hit["link"]))
+                    title, paragraphs = page.title or title, page.paragraphs
+            results.append(WebResult(title, hit["link"], hit["snippet"], paragraphs, position))
+        return WebSearchResponse(results, issues, query)
+
+    async def _fetch(self, urls: list[str], titles: list[str]) -> list[FetchedPage]:
+        """Fetch the pages and extract each as it arrives, on an extraction thread of this call's own."""
+        title_of = dict(zip(urls, titles))
+        extractor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=EXTRACT_THREAD)
+
+        async def extract(page: FetchedPage) -> FetchedPage:
+            title, paragraphs = await asyncio.get_running_loop().run_in_executor(
+                extractor, self._paragraphs, page.text or "", page.content_type, page.url, title_of.get(page.url, ""))
+            return replace(page, title=title, paragraphs=paragraphs[: self.max_paragraphs])
+
+        try:
+            return await self.fetcher.fetch_all(urls, extract)
+        finally:  # pages not yet started are dropped; one already running finishes in the background
+            extractor.shutdown(wait=False, cancel_futures=True)
+
+    def _paragraphs(self, text: str, content_type: str, url: str, title: str) -> tuple[str, tuple[str, ...]]:
+        if content_type == "text/plain":
+            return text_paragraphs(text, title=title, min_chars=self.min_paragraph_chars)
+        return extract_page(text, url=url, fallback_title=title, min_chars=self.min_paragraph_chars,
+                            fast=self.fast_extraction)
