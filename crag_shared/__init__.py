@@ -7,8 +7,11 @@
 from .config import CRAGConfig
 from .corrector import Corrector
 from .evaluators import (
+    CombinedEvaluator,
     CrossEncoderEvaluator,
+    EmbeddingEvaluator,
     Evaluation,
+    EvaluatorConfigurationError,
     LexicalEvaluator,
     LLMEvaluator,
     OnnxCrossEncoderEvaluator,
@@ -20,8 +23,21 @@ from .llm import LLM, FunctionLLM
 from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter
-from .types import Action, CorrectionResult, Origin, Passage, Strip, Trace, WebResult, WebSearchResponse
-from .web import InMemoryWebSearch, ReplayWebSearch, WebPage, WebSearch, WebSearchError
+from .types import (
+    Action,
+    CorrectionResult,
+    FailedCorrection,
+    Judgment,
+    Origin,
+    Passage,
+    Refinement,
+    Strip,
+    Trace,
+    WebOutcome,
+    WebResult,
+    WebSearchResponse,
+)
+from .web import InMemoryWebSearch, ReplaySearch, WebPage, WebSearch, WebSearchError
 
 __version__ = "0.1.0"
 
@@ -41,12 +57,17 @@ __all__ = [
     "Action",
     "ActionPolicy",
     "CRAGConfig",
+    "CombinedEvaluator",
     "CorrectionResult",
     "Corrector",
     "CrossEncoderEvaluator",
+    "EmbeddingEvaluator",
     "Evaluation",
+    "EvaluatorConfigurationError",
+    "FailedCorrection",
     "FunctionLLM",
     "InMemoryWebSearch",
+    "Judgment",
     "LLMEvaluator",
     "LexicalEvaluator",
     "OnnxCrossEncoderEvaluator",
@@ -54,7 +75,8 @@ __all__ = [
     "PageFetcher",
     "Passage",
     "QueryRewriter",
-    "ReplayWebSearch",
+    "Refinement",
+    "ReplaySearch",
     "RetrievalEvaluator",
     "SerpAPISearch",
     "SerperSearch",
@@ -62,6 +84,7 @@ __all__ = [
     "StripRefiner",
     "T5Evaluator",
     "Trace",
+    "WebOutcome",
     "WebPage",
     "WebResult",
     "WebSearch",

@@ -1,4 +1,4 @@
-"""Everything adapters share: a serializable CRAG configuration, and the edge conversions to and from it.
+"""The serializable CRAG configuration every adapter keeps, and how it builds a Corrector.
 
 Framework adapters keep only this plain config in their serialized form (`model_dump`, `to_dict`); live
 objects (LLM clients, web providers with keys) are passed separately and never serialized.
@@ -11,21 +11,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from .corrector import Corrector
-from .evaluators import evaluator_from_spec
+from .evaluators import evaluator_from_spec, shared_evaluator
 from .evaluators.base import RetrievalEvaluator
 from .llm import LLM
 from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter
-from .types import CorrectionResult, Passage, Strip
 from .web.base import WebSearch
-
-#: What an adapter answers when CRAG kept no knowledge at all, instead of letting the LLM guess.
-NO_KNOWLEDGE_ANSWER = ("I could not find reliable information to answer this question: the retrieved "
-                       "passages were judged irrelevant and no web knowledge was available.")
-
-TITLE_KEYS = ("title", "document_title", "file_name", "filename", "name")
-URL_KEYS = ("url", "link", "source_url", "source", "file_path")
 
 
 @dataclass
@@ -35,7 +27,10 @@ class CRAGConfig:
     `evaluator` is a spec: "lexical", "t5:PATH_OR_ID", "cross-encoder:PATH_OR_ID", "llm" or
     "llm:per_document" (the LLM judge, using the adapter's LLM). Thresholds: `thresholds_path` (JSON
     from `crag calibrate`) wins over `upper`/`lower`; a threshold left as None takes the evaluator's
-    default.
+    default. Refinement: `refine_mode` for retrieved passages, `web_refine_mode` for web paragraphs,
+    both keeping at most `strip_top_k` strips scoring at least `strip_threshold`. `max_keywords` bounds
+    the search rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator
+    fails at run time. Every Corrector setting is here, under the name the Haystack components use too.
     """
 
     evaluator: str = "lexical"
@@ -48,6 +43,9 @@ class CRAGConfig:
     web_top_k: int = 5
     on_web_failure: Literal["keep", "drop"] = "keep"
     score_titles: bool = False
+    web_refine_mode: Literal["fixed_num", "excerption", "selection"] = "selection"
+    max_keywords: int = 3
+    fallback_evaluator: str | None = "lexical"
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CRAGConfig":
@@ -68,14 +66,11 @@ class CRAGConfig:
                             default_lower if self.lower is None else self.lower)
 
     def make_evaluator(self, llm: LLM | None = None) -> RetrievalEvaluator:
-        kind, _, mode = self.evaluator.partition(":")
-        if kind.strip().lower() == "llm":
-            from .evaluators.llm import LLMEvaluator
-
-            if llm is None:
-                raise ValueError("evaluator='llm' needs an LLM: pass llm=... to the adapter")
-            return LLMEvaluator(llm, mode=mode or "batched")
-        return evaluator_from_spec(self.evaluator)
+        """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
+        (`shared_evaluator`), so several components naming one model load it once."""
+        if self.evaluator.partition(":")[0].strip().lower() == "llm":
+            return evaluator_from_spec(self.evaluator, llm=llm)
+        return shared_evaluator(self.evaluator)
 
     def build(self, *, llm: LLM | None = None, web_search: WebSearch | None = None,
               evaluator: RetrievalEvaluator | None = None) -> Corrector:
@@ -84,47 +79,34 @@ class CRAGConfig:
         return Corrector(
             evaluator=evaluator,
             policy=self.policy(evaluator),
-            refiner=StripRefiner(self.refine_mode, top_k=self.strip_top_k, threshold=self.strip_threshold),
-            rewriter=QueryRewriter(llm),
+            refiner=self.refiner(),
+            rewriter=QueryRewriter(llm, max_keywords=self.max_keywords),
             web_search=web_search,
+            web_refiner=self.refiner(web=True),
             web_top_k=self.web_top_k,
             on_web_failure=self.on_web_failure,
+            fallback_evaluator=shared_evaluator(self.fallback_evaluator) if self.fallback_evaluator else None,
             score_titles=self.score_titles,
         )
 
-
-def passage_from_record(text: str | None, id: str | None, metadata: Mapping[str, Any] | None,
-                        score: float | None = None) -> Passage:
-    """A framework node/document as a Passage: title and URL taken from the usual metadata keys."""
-    metadata = dict(metadata or {})
-    title = next((str(metadata[k]) for k in TITLE_KEYS if metadata.get(k)), None)
-    url = next((str(metadata[k]) for k in URL_KEYS if metadata.get(k)), None)
-    return Passage(text, id=id, title=title, url=url, score=score, metadata=metadata)
+    def refiner(self, *, web: bool = False) -> StripRefiner:
+        return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
+                            threshold=self.strip_threshold)
 
 
-def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict[str, Any]:
-    """Metadata every adapter attaches to a knowledge strip: the score, full provenance and, when the strip
-    comes from a whole correction, its action and any fallback taken."""
-    metadata: dict[str, Any] = {
-        "crag_score": strip.score,
-        "crag_origin": strip.origin.value,
-        "crag_source_id": strip.source_id,
-        "crag_position": strip.position,
-        "crag_start": strip.start,
-        "crag_end": strip.end,
-    }
-    if strip.title:
-        metadata["title"] = strip.title
-    if strip.url:
-        metadata["url"] = strip.url
-    if result is None:
-        return metadata
-    metadata["crag_action"] = result.action.value
-    if result.fallbacks:
-        metadata["crag_fallbacks"] = [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks]
-    return metadata
+def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
+    """A CRAGConfig from itself or from its dict form (as `to_dict`, `model_dump` and YAML write it)."""
+    if isinstance(value, CRAGConfig):
+        return value
+    if isinstance(value, Mapping):
+        return CRAGConfig.from_dict(value)
+    raise TypeError(f"config must be a CRAGConfig or a dict of its settings, got {type(value).__name__}")
 
 
-def result_metadata(result: CorrectionResult) -> dict[str, Any]:
-    """What adapters expose about one correction: the summary plus the whole trace."""
-    return {**result.summary(), "trace": result.trace.to_dict()}
+def evaluator_spec(evaluator: RetrievalEvaluator) -> str:
+    """The spec an evaluator instance is saved as, so a saved config names the evaluator really used;
+    an evaluator without a spec (a custom class) is saved by class name and cannot be rebuilt alone."""
+    try:
+        return evaluator.spec
+    except NotImplementedError:
+        return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}"

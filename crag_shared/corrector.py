@@ -9,25 +9,45 @@ decision, and the sync path never touches an event loop (it works inside Jupyter
 from __future__ import annotations
 
 import asyncio
+import math
+import numbers
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
-from .evaluators.base import Evaluation, RetrievalEvaluator
+from .evaluators.base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, clip
 from .evaluators.lexical import LexicalEvaluator
 from .policy import ActionPolicy
 from .refine import StripRefiner
 from .rewrite import QueryRewriter, Rewrite
 from .text import titled
+from .trace import (
+    BelowLower,
+    Decided,
+    Evaluated,
+    EvaluatorNote,
+    Finished,
+    Input,
+    PassagesFiltered,
+    Refined,
+    Rewritten,
+    Searched,
+    SkippedPassage,
+    TruncatedPassage,
+)
 from .types import (
     Action,
     CorrectionResult,
+    FailedCorrection,
+    Judgment,
     Origin,
     Passage,
     Refinement,
     Strip,
     Trace,
+    WebOutcome,
     WebResult,
     WebSearchResponse,
 )
@@ -89,8 +109,9 @@ class Corrector:
 
     When web search is missing or fails, Incorrect keeps the internal passages (their best strips,
     flagged in the trace) unless `on_web_failure="drop"`; Ambiguous keeps its internal knowledge.
-    When the evaluator raises, `fallback_evaluator` (lexical by default; None to re-raise) scores
-    instead, with its own thresholds. Every fallback is recorded in `result.trace.fallbacks`.
+    When the evaluator raises while scoring, `fallback_evaluator` (lexical by default; None to re-raise)
+    scores instead, with its own thresholds; an `EvaluatorConfigurationError` (a model that cannot
+    load) is never hidden that way. Every fallback is recorded in `result.trace.fallbacks`.
     `score_titles=True` scores "title: text" when a passage has a title the text does not start with.
     """
 
@@ -134,19 +155,106 @@ class Corrector:
         """Async `correct`: model inference runs off the loop; Ambiguous refines while it searches."""
         return await self._adrive(self._walk(query, passages))
 
-    def judge(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
-        """Only score the passages and decide the action (no refinement, no web): `knowledge` is empty."""
-        return self._drive(self._judge_only(query, passages))
+    # -- many queries at once ----------------------------------------------------------------------------
+    def correct_many(self, items: Sequence[tuple[str, Sequence[str | Passage]]], *, web_concurrency: int = 8
+                     ) -> list[CorrectionResult | FailedCorrection]:
+        """`correct` for many (query, passages) items, in input order, each exactly as `correct` would decide.
 
-    async def ajudge(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
-        return await self._adrive(self._judge_only(query, passages))
+        The walks advance together: every step's scoring requests go to the evaluator as one
+        `evaluate_batch` across queries (passages and strips alike), and web searches run concurrently,
+        at most `web_concurrency` at a time. A query that fails becomes a `FailedCorrection` in its place;
+        the others are never lost. Only an `EvaluatorConfigurationError` (no query can be scored) raises."""
+        walks = [self._walk(query, passages) for query, passages in items]
+        with ThreadPoolExecutor(max_workers=max(1, web_concurrency), thread_name_prefix="crag-web") as pool:
+            def serve(requests: dict[int, Any]) -> dict[int, Any]:
+                scores = self._serve_scores(requests)
+                webs = {i: pool.submit(self._serve, r) for i, r in _web_requests(requests).items()}
+                return _answers(requests, scores, {i: _result(f) for i, f in webs.items()})
 
-    def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False) -> Refinement:
-        """Only refine: decompose, filter and recompose `passages` (web paragraphs if `web=True`)."""
-        return self._drive(self._refine_only(query, passages, web))
+            return _drive_many(items, walks, serve)
 
-    async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False) -> Refinement:
-        return await self._adrive(self._refine_only(query, passages, web))
+    async def acorrect_many(self, items: Sequence[tuple[str, Sequence[str | Passage]]], *,
+                            web_concurrency: int = 8) -> list[CorrectionResult | FailedCorrection]:
+        """Async `correct_many`: scoring in a worker thread, web searches concurrent on the event loop."""
+        walks = [self._walk(query, passages) for query, passages in items]
+        gate = asyncio.Semaphore(max(1, web_concurrency))
+        results: list[CorrectionResult | FailedCorrection | None] = [None] * len(items)
+        answers: dict[int, Any] = dict.fromkeys(range(len(items)))
+
+        async def web(request: Any) -> Any:
+            async with gate:
+                try:
+                    return await self._aserve(request)
+                except Exception as error:  # a provider's bug fails its own query only
+                    return _QueryFailed(error)
+
+        while answers:
+            requests = _advance(items, walks, answers, results)
+            if not requests:
+                break
+            scores = await asyncio.to_thread(self._serve_scores, requests)
+            webs = _web_requests(requests)
+            found = dict(zip(webs, await asyncio.gather(*(web(r) for r in webs.values()))))
+            answers = _answers(requests, scores, found)
+        return results  # type: ignore[return-value]
+
+    def _serve_scores(self, requests: dict[int, Any]) -> dict[int, Any]:
+        """All score requests of one step, one `evaluate_batch` per evaluator; a failing batch is a
+        `_Failed` for each of its queries (each then takes its fallback, as alone)."""
+        wanted = {i: (r.first if isinstance(r, _Both) else r) for i, r in requests.items()
+                  if isinstance(r, (_Score, _Both))}
+        answers: dict[int, Any] = {}
+        by_evaluator: dict[int, list[int]] = {}
+        for i, request in wanted.items():
+            by_evaluator.setdefault(id(request.evaluator), []).append(i)
+        for members in by_evaluator.values():
+            evaluator = wanted[members[0]].evaluator
+            try:
+                evaluations = evaluator.evaluate_batch([(wanted[i].query, wanted[i].texts) for i in members])
+            except EvaluatorConfigurationError:
+                raise
+            except Exception as error:
+                evaluations = [_Failed(error)] * len(members)
+            answers.update(zip(members, evaluations))
+        return answers
+
+    # -- the slices: `correct` is exactly judge -> search (unless Correct) -> finish -----------------------
+    def judge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
+              ) -> Judgment:
+        """Steps 1-2 only: score the passages and decide the action (no refinement, no web). `policy`
+        overrides the thresholds for this call."""
+        return self._drive(self._judge_slice(query, passages, policy))
+
+    async def ajudge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
+                     ) -> Judgment:
+        return await self._adrive(self._judge_slice(query, passages, policy))
+
+    def search(self, question: str) -> WebOutcome | None:
+        """The web half of step 3: rewrite the question into keywords, search, read the answer into
+        passages. Never raises for a web fault: `failure` says why there is no web knowledge. None when
+        no web search is configured."""
+        return self._drive(self._search_walk(_check_query(question)))
+
+    async def asearch(self, question: str) -> WebOutcome | None:
+        return await self._adrive(self._search_walk(_check_query(question)))
+
+    def finish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
+        """Step 3 after the search: refine the kept passages and the web passages, applying the
+        web-failure policy (`on_web_failure`), into the final result."""
+        return self._drive(self._finish_slice(judgment, web))
+
+    async def afinish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
+        return await self._adrive(self._finish_slice(judgment, web))
+
+    def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
+               top_k: int | None = None) -> Refinement:
+        """Only refine: decompose, filter and recompose `passages` (web paragraphs if `web=True`); `top_k`
+        overrides how many strips are kept, for this call."""
+        return self._drive(self._refine_only(query, passages, web, top_k))
+
+    async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
+                      top_k: int | None = None) -> Refinement:
+        return await self._adrive(self._refine_only(query, passages, web, top_k))
 
     def _drive(self, walk: Generator[Any, Any, T]) -> T:
         answer: Any = None
@@ -172,13 +280,16 @@ class Corrector:
         if isinstance(request, _Score):
             try:
                 return request.evaluator.evaluate(request.query, request.texts)
+            except EvaluatorConfigurationError:
+                raise
             except Exception as error:
                 return _Failed(error)
         rewrite = self.rewriter.rewrite(request.question)
         try:
-            return _Found(rewrite, self.web_search.search(rewrite.query, request.top_k))
+            response = self.web_search.search(rewrite.query, request.top_k)
         except Exception as error:
             return _Found(rewrite, _Failed(error))
+        return _Found(rewrite, _checked_response(self.web_search, response))
 
     async def _aserve(self, request: Any) -> Any:
         if isinstance(request, _Both):
@@ -186,53 +297,79 @@ class Corrector:
         if isinstance(request, _Score):
             try:
                 return await request.evaluator.aevaluate(request.query, request.texts)
+            except EvaluatorConfigurationError:
+                raise
             except Exception as error:
                 return _Failed(error)
         rewrite = await self.rewriter.arewrite(request.question)
         try:
-            return _Found(rewrite, await self.web_search.asearch(rewrite.query, request.top_k))
+            response = await self.web_search.asearch(rewrite.query, request.top_k)
         except Exception as error:
             return _Found(rewrite, _Failed(error))
+        return _Found(rewrite, _checked_response(self.web_search, response))
 
     # -- the walk -------------------------------------------------------------------------------------
     def _walk(self, query: str, passages: Sequence[str | Passage]) -> Walk:
         started = time.perf_counter()
-        query, items = _check_query(query), _as_passages(passages)
-        trace, state = Trace(), _State(self.evaluator, self.policy)
-        valid, scores, action = yield from self._judge(state, trace, query, items)
-        upper, lower = state.policy.upper, state.policy.lower
-        kept = [i for i in valid if scores[i] >= lower]
-
-        internal: list[Strip] = []
-        external: list[Strip] = []
-        found: _Found | None = None
-        if action is Action.CORRECT:
-            internal = yield from self._refine(state, trace, query, items, kept, self.refiner, Origin.INTERNAL)
-        elif action is Action.INCORRECT:
-            found = yield from self._search(query)
-        elif self.web_search is None:
-            internal = yield from self._refine(state, trace, query, items, kept, self.refiner, Origin.INTERNAL)
-        else:  # refine the internal passages while the web is searched
-            refine = self._refine(state, trace, query, items, kept, self.refiner, Origin.INTERNAL)
+        judgment = yield from self._judge_slice(query, passages)
+        internal: list[Strip] | None = None
+        web: WebOutcome | None = None
+        if judgment.action is Action.INCORRECT or (judgment.action is Action.AMBIGUOUS and self.web_search is None):
+            web = yield from self._search_walk(judgment.query)
+        elif judgment.action is Action.AMBIGUOUS:  # refine the internal passages while the web is searched
+            refine = self._refine(judgment.state, judgment.trace, judgment.query, judgment.passages, judgment.kept,
+                                  self.refiner, Origin.INTERNAL)
             try:
                 first = next(refine)
             except StopIteration as done:  # nothing left to score: every strip was cached
                 internal = done.value
-                found = yield from self._search(query)
+                web = yield from self._search_walk(judgment.query)
             else:
-                answer, found = yield _Both(first, _Web(query, self.web_top_k))
+                answer, found = yield _Both(first, _Web(judgment.query, self.web_top_k))
                 internal = yield from _resume(refine, answer)
+                web = self._read_web(judgment.query, found)
+        return (yield from self._finish_walk(judgment, web, internal, started))
 
-        web_results: list[WebResult] = []
-        rewritten = None
+    def _judge_slice(self, query: str, passages: Sequence[str | Passage], policy: ActionPolicy | None = None
+                     ) -> Generator[Any, Any, Judgment]:
+        query, items = _check_query(query), _as_passages(passages)
+        trace, state = Trace(), _State(self.evaluator, policy or self.policy)
+        valid, scores, action = yield from self._judge(state, trace, query, items)
+        kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= state.policy.lower]
+        return Judgment(query, items, scores, action, (state.policy.upper, state.policy.lower), valid, kept,
+                        _describe(state.evaluator), trace, state)
+
+    def _finish_slice(self, judgment: Judgment, web: WebOutcome | None) -> Walk:
+        if not isinstance(judgment, Judgment):
+            raise TypeError(f"finish() takes the Judgment from judge(), got {type(judgment).__name__}")
+        if web is not None and not isinstance(web, WebOutcome):
+            raise TypeError(f"finish() takes the WebOutcome from search() or None, got {type(web).__name__}")
+        trace = Trace()
+        trace.extend(judgment.trace)
+        state = judgment.state if isinstance(judgment.state, _State) else _State(self.evaluator, self.policy)
+        own = replace(judgment, trace=trace, state=state)
+        return (yield from self._finish_walk(own, web, None, time.perf_counter()))
+
+    def _finish_walk(self, judgment: Judgment, web: WebOutcome | None, internal: list[Strip] | None,
+                     started: float) -> Walk:
+        state, trace, query, items, action = (judgment.state, judgment.trace, judgment.query, judgment.passages,
+                                              judgment.action)
+        if internal is None and action is not Action.INCORRECT:
+            internal = yield from self._refine(state, trace, query, items, judgment.kept, self.refiner,
+                                               Origin.INTERNAL)
+        internal = internal or []
+        external: list[Strip] = []
+        if web is not None:
+            trace.extend(web.trace)
         if action is not Action.CORRECT:
-            rewritten, web_results, web_passages, failure = self._read_web(trace, found, action)
-            if web_passages:
-                external = yield from self._refine(state, trace, query, web_passages,
-                                                   list(range(len(web_passages))), self.web_refiner, Origin.WEB)
+            failure = web.failure if web is not None else (
+                "no web search configured" if self.web_search is None else "web search was not run")
+            if web is not None and web.passages:
+                external = yield from self._refine(state, trace, query, web.passages,
+                                                   list(range(len(web.passages))), self.web_refiner, Origin.WEB)
             elif action is Action.INCORRECT and self.on_web_failure == "keep":
                 trace.fallback("web_search", failure, "kept the internal passages' best strips (flagged)")
-                internal = yield from self._refine(state, trace, query, items, valid, self.refiner,
+                internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                    Origin.INTERNAL, threshold=-1.0)
             elif action is Action.INCORRECT:
                 trace.fallback("web_search", failure, "dropped the internal passages (on_web_failure='drop')")
@@ -240,56 +377,51 @@ class Corrector:
                 trace.fallback("web_search", failure, "kept the internal knowledge only")
 
         knowledge = internal + external
-        trace.add("result", action=action.value, strips=len(knowledge), internal=len(internal),
-                  external=len(external), words=sum(len(s.text.split()) for s in knowledge),
-                  total_ms=round((time.perf_counter() - started) * 1000, 3))
-        return CorrectionResult(query=query, action=action, knowledge=knowledge, scores=scores, passages=items,
-                                thresholds=(upper, lower), rewritten_query=rewritten, web_results=web_results,
-                                trace=trace)
+        trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
+                           sum(len(s.text.split()) for s in knowledge), _ms_since(started)))
+        return CorrectionResult(query=query, action=action, knowledge=knowledge, scores=judgment.scores,
+                                passages=items, thresholds=judgment.thresholds,
+                                rewritten_query=web.query if web is not None else None,
+                                web_results=list(web.results) if web is not None else [], trace=trace, web=web)
 
     def _judge(self, state: _State, trace: Trace, query: str, items: list[Passage]
                ) -> Generator[Any, Any, tuple[list[int], list[float], Action]]:
         """Steps 1-2 of Algorithm 1: score every passage with text, then decide the action."""
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
         for i in sorted(set(range(len(items))) - set(valid)):
-            trace.add("skip_passage", index=i, id=items[i].id, reason="empty or missing text")
-        trace.add("input", passages=len(items), scored=len(valid), evaluator=_describe(state.evaluator))
+            trace.add(SkippedPassage(i, items[i].id, "empty or missing text"))
+        trace.add(Input(len(items), len(valid), _describe(state.evaluator)))
         scores = [-1.0] * len(items)
-        with trace.timed("evaluate") as entry:
-            valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
-            for i, s in zip(valid, valid_scores):
-                scores[i] = s
-            entry["scores"] = list(scores)
+        started = time.perf_counter()
+        valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
+        for i, s in zip(valid, valid_scores):
+            scores[i] = s
+        trace.add(Evaluated(list(scores), _ms_since(started)))
         action = state.policy.decide(valid_scores)
         upper, lower = state.policy.upper, state.policy.lower
-        trace.add("decide", action=action.value, upper=upper, lower=lower, max_score=max(valid_scores, default=None))
+        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None)))
         if action is not Action.CORRECT:
             kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
-            trace.add("drop_passages" if action is Action.INCORRECT else "keep_passages", kept=kept,
-                      below_lower=[{"index": i, "id": items[i].id, "score": scores[i]}
-                                   for i in valid if scores[i] < lower])
+            trace.add(PassagesFiltered(action.value, kept, [BelowLower(i, items[i].id, scores[i])
+                                                            for i in valid if scores[i] < lower]))
         return valid, scores, action
 
-    def _judge_only(self, query: str, passages: Sequence[str | Passage]) -> Walk:
-        query, items = _check_query(query), _as_passages(passages)
-        trace, state = Trace(), _State(self.evaluator, self.policy)
-        _, scores, action = yield from self._judge(state, trace, query, items)
-        return CorrectionResult(query=query, action=action, knowledge=[], scores=scores, passages=items,
-                                thresholds=(state.policy.upper, state.policy.lower), trace=trace)
-
-    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool
+    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool, top_k: int | None
                      ) -> Generator[Any, Any, Refinement]:
         query, items = _check_query(query), _as_passages(passages)
         trace, state = Trace(), _State(self.evaluator, self.policy)
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
         refiner, origin = (self.web_refiner, Origin.WEB) if web else (self.refiner, Origin.INTERNAL)
+        if top_k is not None:
+            refiner = StripRefiner(**{**refiner.config(), "top_k": top_k})
         strips = yield from self._refine(state, trace, query, items, valid, refiner, origin)
         return Refinement(strips, trace)
 
-    def _search(self, query: str) -> Generator[Any, Any, _Found | None]:
+    def _search_walk(self, question: str) -> Generator[Any, Any, WebOutcome | None]:
         if self.web_search is None:
             return None
-        return (yield _Web(query, self.web_top_k))
+        found = yield _Web(question, self.web_top_k)
+        return self._read_web(question, found)
 
     def _scored_text(self, passage: Passage) -> str:
         text = passage.text or ""
@@ -304,6 +436,8 @@ class Corrector:
         missing = list({k: t for k, t in zip(keys, texts) if k not in state.cache}.items())
         if missing:
             answer = yield _Score(state.evaluator, query, [text for _, text in missing])
+            if not isinstance(answer, _Failed):
+                answer = _checked_scores(state.evaluator, answer, len(missing), trace)
             if isinstance(answer, _Failed):
                 fallback = self.fallback_evaluator
                 if fallback is None or state.evaluator is fallback:
@@ -313,51 +447,57 @@ class Corrector:
                 state.evaluator, state.policy = fallback, ActionPolicy.for_evaluator(fallback)
                 state.cache.clear()
                 return (yield from self._score(state, trace, query, texts))
-            evaluation: Evaluation = answer
-            for note in evaluation.notes:
-                trace.add("evaluator_note", note=note)
-            state.cache.update(zip((key for key, _ in missing), evaluation.scores))
+            for note in answer.notes:
+                trace.add(EvaluatorNote(note))
+            state.cache.update(zip((key for key, _ in missing), answer.scores))
         return [state.cache[k] for k in keys]
 
     def _refine(self, state: _State, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
                 refiner: StripRefiner, origin: Origin, threshold: float | None = None
                 ) -> Generator[Any, Any, list[Strip]]:
-        with trace.timed(f"refine_{origin.value}", mode=refiner.mode, passages=len(indices)) as entry:
-            for i in indices:
-                if len(passages[i].text) > refiner.max_chars:
-                    trace.add("truncate_passage", index=i, chars=len(passages[i].text), kept=refiner.max_chars)
-            pieces = refiner.decompose([(i, passages[i].text) for i in indices])
-            titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title)) for p in pieces]
-            piece_scores = yield from self._score(state, trace, query, titled)
-            if threshold is not None:
-                refiner = _with_threshold(refiner, threshold)
-            strips = refiner.select(pieces, piece_scores, passages, origin)
-            entry.update(pieces=len(pieces), kept=len(strips), strip_scores=[round(s, 4) for s in piece_scores])
+        started = time.perf_counter()
+        for i in indices:
+            if len(passages[i].text) > refiner.max_chars:
+                trace.add(TruncatedPassage(i, len(passages[i].text), refiner.max_chars))
+        pieces = refiner.decompose([(i, passages[i].text) for i in indices])
+        titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title)) for p in pieces]
+        piece_scores = yield from self._score(state, trace, query, titled)
+        selecting = _with_threshold(refiner, threshold) if threshold is not None else refiner
+        strips = selecting.select(pieces, piece_scores, passages, origin)
+        trace.add(Refined(origin.value, refiner.mode, len(indices), len(pieces), len(strips),
+                          [round(s, 4) for s in piece_scores], _ms_since(started)))
         return strips
 
     @staticmethod
-    def _read_web(trace: Trace, found: _Found | None, action: Action
-                  ) -> tuple[str | None, list[WebResult], list[Passage], str]:
-        """Turn the search answer into passages (page paragraphs, else snippets) or a failure reason."""
-        if found is None:
-            return None, [], [], "no web search configured"
-        trace.add("rewrite", query=found.rewrite.query, method=found.rewrite.method)
-        if found.rewrite.note:
-            trace.fallback("rewrite", found.rewrite.note, "used offline keyword extraction")
-        if isinstance(found.response, _Failed):
-            error = found.response.error
-            trace.add("web_search", query=found.rewrite.query, error=f"{type(error).__name__}: {error}")
-            return found.rewrite.query, [], [], f"web search failed: {type(error).__name__}: {error}"
-        response = found.response
-        trace.add("web_search", query=found.rewrite.query, results=[r.to_dict() for r in response.results],
-                  issues=[{"stage": i.stage, "reason": i.reason, "url": i.url} for i in response.issues])
-        passages, used_snippets = response_passages(response)
-        if used_snippets:
-            trace.fallback("web_pages", "no page yielded text", "used the search snippets")
-        if not passages:
-            reason = "web search returned no results" if not response.results else "web results had no text"
-            return found.rewrite.query, list(response.results), [], reason
-        return found.rewrite.query, list(response.results), passages, ""
+    def _read_web(question: str, found: _Found) -> WebOutcome:
+        failed = found.response if isinstance(found.response, _Failed) else None
+        return read_search(question, found.rewrite, None if failed else found.response,
+                           failed.error if failed else None)
+
+
+def read_search(question: str, rewrite: Rewrite, response: WebSearchResponse | None,
+                error: BaseException | None = None) -> WebOutcome:
+    """A search's answer (or its error) as the Corrector reads it: page paragraphs, else the snippets
+    (flagged), else `failure` saying why there is no web knowledge. Web-search components of the
+    adapters read answers with this too, so they cannot drift from the core."""
+    trace = Trace()
+    trace.add(Rewritten(rewrite.query, rewrite.method))
+    if rewrite.note:
+        trace.fallback("rewrite", rewrite.note, "used offline keyword extraction")
+    outcome = WebOutcome(question, rewrite.query, rewrite.method, trace=trace)
+    if response is None:
+        message = f"{type(error).__name__}: {error}"
+        trace.add(Searched(rewrite.query, error=message))
+        return replace(outcome, error=message, failure=f"web search failed: {message}")
+    trace.add(Searched(rewrite.query, [r.to_dict() for r in response.results],
+                       [{"stage": i.stage, "reason": i.reason, "url": i.url} for i in response.issues]))
+    passages, used_snippets = response_passages(response)
+    if used_snippets:
+        trace.fallback("web_pages", "no page yielded text", "used the search snippets")
+    failure = "" if passages else (
+        "web search returned no results" if not response.results else "web results had no text")
+    return replace(outcome, results=list(response.results), issues=list(response.issues), passages=passages,
+                   failure=failure, used_snippets=used_snippets)
 
 
 def _with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
@@ -372,6 +512,49 @@ def _resume(walk: Generator[Any, Any, Any], answer: Any) -> Generator[Any, Any, 
         except StopIteration as done:
             return done.value
         answer = yield request
+
+
+def _checked_scores(evaluator: RetrievalEvaluator, answer: Any, expected: int, trace: Trace
+                    ) -> Evaluation | _Failed:
+    """An evaluator's output where it enters the walk.
+
+    Wrong shapes and types are the plug-in's bug: a clear error naming it. NaN is a runtime fault (a
+    model that overflowed): the evaluator counts as failed, so the fallback evaluator scores, recorded.
+    Scores outside [-1, 1] are clipped, and the clipping is recorded as a fallback."""
+    name = _describe(evaluator)
+    if not isinstance(answer, Evaluation):
+        raise TypeError(f"evaluator {name} returned {type(answer).__name__} from evaluate(); expected an Evaluation")
+    scores = answer.scores
+    if not isinstance(scores, (list, tuple)) or len(scores) != expected:
+        got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else type(scores).__name__
+        raise ValueError(f"evaluator {name} returned {got} for {expected} texts; expected one score per text")
+    for i, score in enumerate(scores):
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise TypeError(f"evaluator {name} returned a {type(score).__name__} score at {i}; expected a number")
+    nans = sum(1 for score in scores if math.isnan(score))
+    if nans:
+        return _Failed(ValueError(f"{nans} of {expected} scores were NaN"))
+    outside = [float(score) for score in scores if not -1.0 <= score <= 1.0]
+    if outside:
+        trace.fallback("evaluate", f"{name} returned {len(outside)} score(s) outside [-1, 1] "
+                       f"(e.g. {outside[0]:g})", "clipped them to [-1, 1]")
+    return Evaluation([clip(score) for score in scores], list(answer.notes))
+
+
+def _checked_response(provider: WebSearch, response: Any) -> WebSearchResponse:
+    """A web provider's answer where it enters the walk: anything but a WebSearchResponse of WebResults
+    is the provider's bug, said clearly (a failing search raises instead, and takes the fallback)."""
+    name = type(provider).__name__
+    if not isinstance(response, WebSearchResponse):
+        raise TypeError(f"web search provider {name} returned {type(response).__name__}; "
+                        "expected a WebSearchResponse (raise WebSearchError when a search fails)")
+    if not isinstance(response.results, list) or not all(isinstance(r, WebResult) for r in response.results):
+        raise TypeError(f"web search provider {name} returned results that are not a list of WebResult")
+    return response
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
 
 
 def _describe(evaluator: RetrievalEvaluator) -> str:
@@ -395,9 +578,72 @@ def _as_passages(passages: Any) -> list[Passage]:
     items = []
     for i, p in enumerate(passages):
         if isinstance(p, Passage):
+            for name in ("text", "title", "url"):
+                value = getattr(p, name)
+                if value is not None and not isinstance(value, str):
+                    raise TypeError(f"passages[{i}].{name} is {type(value).__name__}; expected str or None")
             items.append(p if p.id is not None else Passage(p.text, str(i), p.title, p.url, p.score, p.metadata))
         elif isinstance(p, str) or p is None:
             items.append(Passage(p, id=str(i)))
         else:
             raise TypeError(f"passages[{i}] is {type(p).__name__}; expected str or Passage")
     return items
+
+
+@dataclass(frozen=True)
+class _QueryFailed:
+    error: BaseException
+
+
+def _result(future: Any) -> Any:
+    try:
+        return future.result()
+    except Exception as error:  # a provider's bug fails its own query only
+        return _QueryFailed(error)
+
+
+def _web_requests(requests: dict[int, Any]) -> dict[int, _Web]:
+    return {i: r.second if isinstance(r, _Both) else r for i, r in requests.items() if not isinstance(r, _Score)}
+
+
+def _answers(requests: dict[int, Any], scores: dict[int, Any], webs: dict[int, Any]) -> dict[int, Any]:
+    """Each walk's answer to its request: a score answer, a web answer, or both."""
+    answers = {}
+    for i, request in requests.items():
+        if isinstance(request, _Score):
+            answers[i] = scores[i]
+        elif isinstance(request, _Both):
+            answers[i] = webs[i] if isinstance(webs[i], _QueryFailed) else (scores[i], webs[i])
+        else:
+            answers[i] = webs[i]
+    return answers
+
+
+def _advance(items: Sequence[tuple[str, Any]], walks: list[Walk], answers: dict[int, Any],
+             results: list[Any]) -> dict[int, Any]:
+    """Send each live walk its answer; collect the next requests, the finished results and the failures."""
+    requests: dict[int, Any] = {}
+    for i, answer in answers.items():
+        try:
+            if isinstance(answer, _QueryFailed):
+                raise answer.error
+            requests[i] = walks[i].send(answer)
+        except StopIteration as done:
+            results[i] = done.value
+        except EvaluatorConfigurationError:
+            raise
+        except Exception as error:
+            results[i] = FailedCorrection(str(items[i][0]), f"{type(error).__name__}: {error}", error)
+    return requests
+
+
+def _drive_many(items: Sequence[tuple[str, Any]], walks: list[Walk],
+                serve: Any) -> list[CorrectionResult | FailedCorrection]:
+    results: list[Any] = [None] * len(items)
+    answers: dict[int, Any] = dict.fromkeys(range(len(items)))
+    while answers:
+        requests = _advance(items, walks, answers, results)
+        if not requests:
+            break
+        answers = serve(requests)
+    return results

@@ -6,9 +6,10 @@ import bisect
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .text import titled
 
@@ -20,6 +21,7 @@ class Pair:
     relevant: bool
     query_id: str
     split: str | None = None
+    kind: str | None = None  # qa_pairs' pair_type: gold_paragraph, same_article_top_overlap, ...
 
 
 def _label(value: object) -> bool:
@@ -39,6 +41,22 @@ def _text(row: dict, titles: bool) -> str:
     return titled(text, row.get("title")) if titles else text
 
 
+def json_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSONL file; a line that is not a JSON object
+    raises a ValueError naming the file and line."""
+    with Path(path).open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError) as error:
+                raise ValueError(f"{path}:{number}: not JSON ({type(error).__name__}: {error})"[:300]) from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{number}: a line must hold a JSON object, not {type(row).__name__}")
+            yield number, row
+
+
 def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split: str | None = None) -> list[Pair]:
     """Read JSONL pairs, one object a line, in either format:
 
@@ -52,24 +70,21 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
     `split` keeps only the pairs whose `split` column has that value. Fails when no pair is left.
     """
     pairs: list[Pair] = []
-    with Path(path).open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
+    for number, row in json_rows(path):
+        try:
+            if "ctxs" in row:
+                qid = str(row.get("idx", row.get("id", number)))
+                pairs.extend(Pair(row["question"], _text(c, titles), _label(c["relevant"]), qid, row.get("split"))
+                             for c in row["ctxs"][:top_k])
                 continue
-            row = json.loads(line)
-            try:
-                if "ctxs" in row:
-                    qid = str(row.get("idx", row.get("id", number)))
-                    split = row.get("split")
-                    pairs.extend(Pair(row["question"], _text(c, titles), _label(c["relevant"]), qid, split)
-                                 for c in row["ctxs"][:top_k])
-                    continue
-                query = row.get("query", row.get("question"))
-                label = row["label"] if "label" in row else row["relevant"]
-                qid = str(row.get("query_id", row.get("question_id", query)))
-                pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split")))
-            except (KeyError, TypeError, ValueError) as error:
-                raise ValueError(f"{path}:{number}: not a labelled pair ({error})") from error
+            query = row.get("query", row.get("question"))
+            label = row["label"] if "label" in row else row["relevant"]
+            qid = str(row.get("query_id", row.get("question_id", query)))
+            pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split"),
+                              row.get("pair_type")))
+        except (KeyError, TypeError, ValueError, RecursionError) as error:
+            raise ValueError(f"{path}:{number}: not a labelled pair ({type(error).__name__}: {error})"[:300]
+                             ) from None
     if split is not None:
         pairs = [p for p in pairs if p.split == split]
     if not pairs:

@@ -7,6 +7,11 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 
+class NoLLMConfigured(LookupError):
+    """Raised by an adapter's LLM wrapper when the user configured no LLM: the rewriter then uses its
+    offline keywords, the documented default, without recording a fallback."""
+
+
 @runtime_checkable
 class LLM(Protocol):
     def complete(self, prompt: str) -> str: ...

@@ -40,6 +40,8 @@ class ActionPolicy:
         return cls(upper, lower)
 
     def decide(self, scores: Sequence[float]) -> Action:
+        if not scores:  # nothing was retrieved: only the web can help
+            return Action.INCORRECT
         if any(s >= self.upper for s in scores):
             return Action.CORRECT
         if all(s < self.lower for s in scores):
@@ -51,9 +53,14 @@ class ActionPolicy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ActionPolicy":
+        if not isinstance(data, dict):
+            raise ValueError(f"thresholds must be an object with 'upper' and 'lower', got {type(data).__name__}")
         missing = {"upper", "lower"} - set(data)
         if missing:
             raise ValueError(f"thresholds need 'upper' and 'lower'; missing {sorted(missing)}")
+        for name in ("upper", "lower"):
+            if isinstance(data[name], bool) or not isinstance(data[name], (int, float)):
+                raise ValueError(f"{name} threshold must be a number, got {data[name]!r}"[:200])
         return cls(float(data["upper"]), float(data["lower"]))
 
     def save(self, path: str | Path) -> None:
@@ -61,8 +68,11 @@ class ActionPolicy:
 
     @classmethod
     def load(cls, path: str | Path) -> "ActionPolicy":
-        """Read thresholds JSON as written by `save` or by `crag calibrate`."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read thresholds JSON as written by `save` or by `crag calibrate`; a bad file names itself."""
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
+            raise ValueError(f"{path}: not a thresholds file ({type(error).__name__}: {error})"[:300]) from None
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,20 @@ class _Counter:
         self.pos = sorted(s for s, p in zip(best_scores, positives) if p)
         self.neg = sorted(s for s, p in zip(best_scores, positives) if not p)
 
+    def upper_term(self, upper: float, alpha: float) -> float:
+        """The part of Eq. 2 that depends on the upper threshold (Correct answers)."""
+        tp = len(self.pos) - bisect.bisect_left(self.pos, upper)
+        fp = len(self.neg) - bisect.bisect_left(self.neg, upper)
+        return 0.5 * (tp - fp) / self.total - alpha * (fp / len(self.neg) if self.neg else 0.0)
+
+    def lower_term(self, lower: float) -> float:
+        """The part of Eq. 2 that depends on the lower threshold (Incorrect answers)."""
+        return 0.5 * (bisect.bisect_left(self.neg, lower) - bisect.bisect_left(self.pos, lower)) / self.total
+
+    @property
+    def total(self) -> int:
+        return len(self.pos) + len(self.neg)
+
     def objective(self, upper: float, lower: float, alpha: float) -> tuple[float, dict[str, int], float]:
         ActionPolicy(upper, lower)  # validates the pair
         n_pos, n_neg = len(self.pos), len(self.neg)
@@ -114,21 +138,38 @@ class _Counter:
         return objective, counts, (tp + tn) / total
 
 
-def calibrate(query_scores: Sequence[Sequence[float]], query_labels: Sequence[Sequence[bool]], *,
+MAX_STEPS = 2001
+
+
+def fit_thresholds(query_scores: Sequence[Sequence[float]], query_labels: Sequence[Sequence[bool]], *,
               alpha: float = 1.0, steps: int = 201) -> Calibration:
-    """Fit (upper, lower) by grid search over [-1, 1] maximising `equation_2` (paper, Appendix B)."""
+    """Fit (upper, lower) by grid search over [-1, 1] maximising `equation_2` (paper, Appendix B).
+
+    Eq. 2 splits into a term of the upper threshold and a term of the lower one, so the best pair is
+    found in O(steps · log n) with a running maximum over lower ≤ upper; only the surface kept for the
+    plot is steps², hence the cap of `MAX_STEPS` grid points.
+    """
     if len(query_scores) != len(query_labels) or not query_scores:
         raise ValueError("need the same, non-zero number of score lists and label lists")
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps must be an integer from 2 to {MAX_STEPS}, got {steps!r}")
+    if not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
     counter = _Counter([max(s, default=-1.0) for s in query_scores], [any(labels) for labels in query_labels])
     grid = [round(-1 + 2 * i / (steps - 1), 6) for i in range(steps)]
-    surface = [[math.nan] * steps for _ in grid]
-    top: tuple[float, float, float] | None = None
-    for i, upper in enumerate(grid):
-        for j, lower in enumerate(grid[: i + 1]):
-            value = surface[i][j] = counter.objective(upper, lower, alpha)[0]
-            if top is None or value > top[0] + 1e-12:
-                top = (value, upper, lower)
+    upper_term = [counter.upper_term(u, alpha) for u in grid]
+    lower_term = [counter.lower_term(lo) for lo in grid]
+    surface = [[0.5 + f + g for g in lower_term[: i + 1]] + [math.nan] * (steps - i - 1)
+               for i, f in enumerate(upper_term)]
+    top: tuple[float, int, int] | None = None
+    best_lower = 0
+    for i in range(steps):
+        if lower_term[i] > lower_term[best_lower] + 1e-12:
+            best_lower = i
+        value = surface[i][best_lower]
+        if top is None or value > top[0] + 1e-12:
+            top = (value, i, best_lower)
     assert top is not None
-    objective, upper, lower = top
-    _, counts, accuracy = counter.objective(upper, lower, alpha)
+    upper, lower = grid[top[1]], grid[top[2]]
+    objective, counts, accuracy = counter.objective(upper, lower, alpha)
     return Calibration(ActionPolicy(upper, lower), objective, alpha, grid, surface, counts, accuracy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,13 +65,26 @@ class _CompiledRegex:
         return getattr(self._module, name)
 
 
-@lru_cache(maxsize=8)
-def _sentence_splitter(language: str):
+@lru_cache(maxsize=1)
+def _private_sentence_splitter_module() -> Any:
+    """A private copy of the sentence_splitter module whose `regex` compiles each pattern once.
+
+    sentence-splitter calls `regex.search(pattern=...)` with the same patterns for every word; going
+    through the regex module's cache each time dominated splitting. The copy is ours alone: the
+    `sentence_splitter` module other code imports is left untouched."""
     import sentence_splitter
 
-    if not isinstance(sentence_splitter.regex, _CompiledRegex):
-        sentence_splitter.regex = _CompiledRegex(sentence_splitter.regex)
-    return sentence_splitter.SentenceSplitter(language=language)
+    spec = importlib.util.spec_from_file_location("crag_shared._sentence_splitter", sentence_splitter.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.regex = _CompiledRegex(module.regex)
+    return module
+
+
+@lru_cache(maxsize=8)
+def _sentence_splitter(language: str):
+    return _private_sentence_splitter_module().SentenceSplitter(language=language)
 
 
 @lru_cache(maxsize=8192)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .llm import LLM, check_llm
+from .llm import LLM, NoLLMConfigured, check_llm
 from .text import STOPWORDS, fold
 
 #: The paper's few-shot prompt (Appendix A, Table 5); `{question}` is filled in.
@@ -23,6 +23,8 @@ query: sport, Kiribati men's national basketball team play
 question: {question}
 query:"""
 
+#: longer LLM "keywords" are prose or an echoed prompt, not a search query
+MAX_QUERY_CHARS = 200
 _WORD = re.compile(r"[\w][\w'’.-]*")
 
 
@@ -93,6 +95,8 @@ class QueryRewriter:
             return self._fallback(question, None)
         try:
             reply = self.llm.complete(self.template.format(question=question))
+        except NoLLMConfigured:
+            return self._fallback(question, None)
         except Exception as error:  # a failing LLM must not take the query down
             return self._fallback(question, f"LLM rewrite failed ({type(error).__name__}: {error})")
         return self._finish(question, reply)
@@ -102,12 +106,32 @@ class QueryRewriter:
             return self._fallback(question, None)
         try:
             reply = await self.llm.acomplete(self.template.format(question=question))
+        except NoLLMConfigured:
+            return self._fallback(question, None)
         except Exception as error:
             return self._fallback(question, f"LLM rewrite failed ({type(error).__name__}: {error})")
         return self._finish(question, reply)
 
-    def _finish(self, question: str, reply: str) -> Rewrite:
+    def _finish(self, question: str, reply: object) -> Rewrite:
+        if not isinstance(reply, str):
+            raise TypeError(f"the rewrite LLM ({type(self.llm).__name__}) returned {type(reply).__name__}; "
+                            "complete() and acomplete() must return str")
         query = self._parse(reply)
-        if not query:
-            return self._fallback(question, "LLM rewrite was empty")
+        problem = _unusable(query)
+        if problem:
+            return self._fallback(question, f"LLM rewrite {problem}")
         return Rewrite(query, "llm")
+
+
+def _unusable(query: str) -> str | None:
+    """Why an LLM's search query cannot be used (empty, too long, one word over and over), or None."""
+    if not query:
+        return "was empty"
+    if len(query) > MAX_QUERY_CHARS:
+        return f"was too long ({len(query)} characters)"
+    words = [fold(w) for w in _WORD.findall(query)]
+    if not words:
+        return "had no words"
+    if len(words) >= 4 and len(set(words)) <= len(words) // 3:
+        return f"was degenerate (repeats {sorted(set(words))[:3]})"
+    return None

@@ -8,7 +8,9 @@ through the same code path as a real checkpoint. `FakeWeb` is a real HTTP server
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Iterable
@@ -20,8 +22,19 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from .evaluators.hf import require_torch
+from .text import content_terms
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>"]
+
+
+def hashing_vector(text: str, dim: int = 256) -> list[float]:
+    """A bag-of-words embedding by feature hashing: deterministic and instant, for the adapters' offline
+    embedding models (LlamaIndex `HashingEmbedding`, Haystack `HashingTextEmbedder`)."""
+    vector = [0.0] * dim
+    for term in content_terms(text):
+        vector[int(hashlib.md5(term.encode()).hexdigest()[:8], 16) % dim] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
 
 
 def build_tokenizer(texts: Iterable[str], path: str | Path, kind: Literal["t5", "bert"],
@@ -92,7 +105,8 @@ def build_bert_evaluator(path: str | Path, texts: Iterable[str], *, hidden: int 
 
 
 # -- a loopback web: SerpAPI-shaped search plus pages, with switchable faults --------------------------
-SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty")
+SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty", "trickle", "list", "redirect_loop",
+                 "bad_entries")
 
 
 @dataclass
@@ -108,6 +122,7 @@ class FakePage:
     size: int = 0  # serve this many bytes of filler after the HTML
     redirect: str | None = None  # Location to redirect to (absolute or /page/<name>)
     snippet: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # extra headers, e.g. Content-Encoding
 
     def html(self) -> bytes:
         paragraphs = "".join(f"<p>{html_escape(p)}</p>" for p in self.paragraphs)
@@ -119,25 +134,30 @@ class FakePage:
 class FakeWeb:
     """A threaded HTTP server on 127.0.0.1 that emulates SerpAPI's `/search` JSON and serves pages.
 
-    `search_fault` switches the search endpoint to one of SEARCH_FAULTS; `results` maps a query to the
+    `search_fault` switches the search endpoint to one of SEARCH_FAULTS ("timeout" holds the answer back
+    until the server stops, "trickle" sends it a byte a second, "bad_entries" mixes malformed links in
+    with the good results); `results` maps a query to the
     page names to return (default: every page, in insertion order); `api_key` is the key it accepts.
     Use as a context manager; `url` is its base URL (give it to `SerpAPISearch(base_url=...)`).
     """
 
-    def __init__(self, api_key: str = "test-key", search_delay: float = 0.0) -> None:
+    def __init__(self, api_key: str = "test-key", search_delay: float = 0.0, host: str = "127.0.0.1") -> None:
         self.api_key = api_key
+        self.host = host
         self.pages: dict[str, FakePage] = {}
         self.results: dict[str, list[str]] = {}
         self.search_fault: str | None = None
         self.search_delay = search_delay
         self.requests: list[str] = []
+        self.hosts: list[str] = []  # the Host header of each GET
         self.serper_bodies: list[dict[str, Any]] = []
         self._server: ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()
 
     @property
     def url(self) -> str:
         assert self._server is not None, "start the FakeWeb first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://{self.host}:{self._server.server_address[1]}"
 
     def page_url(self, name: str) -> str:
         return f"{self.url}/page/{name}"
@@ -155,6 +175,7 @@ class FakeWeb:
 
             def do_GET(self) -> None:
                 web.requests.append(self.path)
+                web.hosts.append(self.headers.get("Host", ""))
                 parts = urlsplit(self.path)
                 if parts.path == "/search":
                     query = parse_qs(parts.query)
@@ -177,12 +198,14 @@ class FakeWeb:
                 web._search(self, str(body.get("q", "")), self.headers.get("X-API-KEY", ""), "serper")
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._stopping.clear()
+        self._server = ThreadingHTTPServer((self.host, 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stopping.set()
         if self._server:
             self._server.shutdown()
             self._server.server_close()
@@ -204,7 +227,10 @@ class FakeWeb:
         time.sleep(self.search_delay)
         fault = self.search_fault
         if fault == "timeout":
-            time.sleep(5)
+            self._stopping.wait(60)
+            return None
+        if fault == "redirect_loop":
+            return self._send(handler, 302, b"", "text/html", {"Location": handler.path})
         if fault == "401" or key != self.api_key:
             return self._send(handler, 401, b'{"error": "Invalid API key."}', "application/json")
         if fault == "429":
@@ -219,16 +245,34 @@ class FakeWeb:
             body = {"search_metadata": {"status": "Success"},
                     "error": "Google hasn't returned any results for this query."}
             return self._send(handler, 200, json.dumps(body).encode(), "application/json")
+        if fault == "list":
+            return self._send(handler, 200, b'[{"link": "http://example.org/"}]', "application/json")
         names = self.results.get(q, list(self.pages))
-        organic = [{"position": i, "title": self.pages[n].title, "link": self.page_url(n),
-                    "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]}
-                   for i, n in enumerate(names, 1)]
+        organic: list[Any] = [{"position": i, "title": self.pages[n].title, "link": self.page_url(n),
+                               "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]}
+                              for i, n in enumerate(names, 1)]
+        if fault == "bad_entries":
+            organic = [{"title": "a list", "link": ["http://x/"]}, {"link": 7}, {"link": {"u": 1}}, "not a dict",
+                       {"title": "no link"}, {"link": "javascript:alert(1)"}, *organic]
         if flavour == "serper":
             body = {"searchParameters": {"q": q}, "organic": organic}
         else:
             body = {"search_metadata": {"status": "Success"}, "search_parameters": {"q": q},
                     "organic_results": organic}
-        self._send(handler, 200, json.dumps(body).encode(), "application/json")
+        data = json.dumps(body).encode()
+        if fault != "trickle":
+            return self._send(handler, 200, data, "application/json")
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        with contextlib.suppress(OSError):
+            for byte in data:
+                if self._stopping.wait(1.0):
+                    break
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+        return None
 
     def _page(self, handler: BaseHTTPRequestHandler, name: str) -> None:
         page = self.pages.get(name)
@@ -239,6 +283,16 @@ class FakeWeb:
             target = page.redirect if "://" in page.redirect else f"{self.url}{page.redirect}"
             return self._send(handler, 302, b"", "text/html", {"Location": target})
         body = page.body if page.body is not None else page.html()
+        if page.headers:
+            handler.send_response(page.status)
+            for key, value in {"Content-Type": page.content_type, **page.headers}.items():
+                if value:
+                    handler.send_header(key, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            with contextlib.suppress(OSError):
+                handler.wfile.write(body)
+            return None
         if page.size:
             handler.send_response(page.status)
             handler.send_header("Content-Type", page.content_type)

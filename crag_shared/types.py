@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
+
+from .trace import Fallback, Trace
 
 
 class Action(str, Enum):
@@ -67,6 +66,19 @@ class Strip:
         data["origin"] = self.origin.value
         return data
 
+    @property
+    def source_label(self) -> str | None:
+        """For web strips, where the text came from, marked as untrusted; None for internal strips."""
+        if self.origin is not Origin.WEB:
+            return None
+        return f"{self.url or self.title or 'unknown page'} (untrusted web page)"
+
+    def prompt_text(self) -> str:
+        """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that
+        says "ignore previous instructions" reads as quoted page content, not as the prompt's own words."""
+        label = self.source_label
+        return self.text if label is None else f"[web: {label}]\n{self.text}\n[end of web text]"
+
 
 @dataclass(frozen=True)
 class WebResult:
@@ -99,53 +111,59 @@ class WebSearchResponse:
     query: str = ""
 
 
-@dataclass(frozen=True)
-class Fallback:
-    """A documented fallback the corrector took, and why."""
-
-    step: str
-    reason: str
-    applied: str
-
-
-@dataclass
-class Trace:
-    """Every step of one correction: what was computed, how long it took, and every fallback."""
-
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    fallbacks: list[Fallback] = field(default_factory=list)
-
-    def add(self, step: str, **data: Any) -> dict[str, Any]:
-        entry = {"step": step, **data}
-        self.steps.append(entry)
-        return entry
-
-    @contextmanager
-    def timed(self, step: str, **data: Any) -> Iterator[dict[str, Any]]:
-        entry = self.add(step, **data)
-        started = time.perf_counter()
-        try:
-            yield entry
-        finally:
-            entry["ms"] = round((time.perf_counter() - started) * 1000, 3)
-
-    def fallback(self, step: str, reason: str, applied: str) -> None:
-        self.fallbacks.append(Fallback(step, reason, applied))
-        self.add("fallback", of=step, reason=reason, applied=applied)
-
-    def find(self, step: str) -> list[dict[str, Any]]:
-        return [s for s in self.steps if s["step"] == step]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": [dict(s) for s in self.steps], "fallbacks": [asdict(f) for f in self.fallbacks]}
-
-
 @dataclass
 class Refinement:
     """What `Corrector.refine` returns: the kept strips in original order, and the trace of the step."""
 
     strips: list[Strip]
     trace: Trace = field(default_factory=Trace)
+
+
+@dataclass
+class Judgment:
+    """Steps 1-2 of Algorithm 1 (what `Corrector.judge` returns): every passage's score, the action, and
+    which passages go on to refinement.
+
+    `scored` are the passages with text; `kept` those refined as internal knowledge (score ≥ lower;
+    none when the action is Incorrect). `evaluator` names the evaluator whose scores decided, after any
+    fallback; `Corrector.finish` keeps scoring with it."""
+
+    query: str
+    passages: list[Passage]
+    scores: list[float]
+    action: Action
+    thresholds: tuple[float, float]
+    scored: list[int]
+    kept: list[int]
+    evaluator: str
+    trace: Trace = field(default_factory=Trace)
+    state: Any = field(default=None, repr=False, compare=False)  # the scorer in use and its cache
+
+
+@dataclass
+class WebOutcome:
+    """Step 3's web half (what `Corrector.search` returns): the rewritten query and the search's
+    passages (page paragraphs, else snippets), or `failure` saying why there is no web knowledge."""
+
+    question: str
+    query: str
+    method: str
+    results: list[WebResult] = field(default_factory=list)
+    issues: list[WebIssue] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    failure: str = ""
+    error: str | None = None  # the search's exception, when it raised
+    used_snippets: bool = False
+    trace: Trace = field(default_factory=Trace)
+
+
+@dataclass(frozen=True)
+class FailedCorrection:
+    """A query that `Corrector.correct_many` could not correct, in its place in the output; the others ran."""
+
+    query: str
+    error: str
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -161,6 +179,7 @@ class CorrectionResult:
     rewritten_query: str | None = None
     web_results: list[WebResult] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
+    web: WebOutcome | None = None
 
     @property
     def internal(self) -> list[Strip]:
@@ -176,8 +195,9 @@ class CorrectionResult:
 
     @property
     def knowledge_text(self) -> str:
-        """The knowledge as one string, strips in order, the way the paper hands it to the generator."""
-        return "\n".join(s.text for s in self.knowledge)
+        """The knowledge as one string, strips in order, the way the paper hands it to the generator; web
+        strips are delimited with their source (see `Strip.prompt_text`)."""
+        return "\n".join(s.prompt_text() for s in self.knowledge)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready digest for adapters' metadata (no passage texts, no secrets)."""

@@ -15,6 +15,7 @@ from crag_shared import (
     StripRefiner,
     WebSearchError,
 )
+from crag_shared.trace import BelowLower
 from crag_shared.types import WebSearchResponse
 
 QUERY = "What is Henry Feilden's occupation?"
@@ -91,7 +92,7 @@ def test_incorrect_searches_the_web_and_drops_internal(mode):
     assert result.knowledge[0].url == PAGES[0]["url"]
     assert [r.url for r in result.web_results] == [PAGES[0]["url"]]
     assert result.fallbacks == []
-    assert result.trace.find("drop_passages")[0]["below_lower"][0]["index"] == 0
+    assert result.trace.find("filter_passages")[0].below_lower[0].index == 0
 
 
 def test_ambiguous_combines_internal_then_web(mode):
@@ -104,20 +105,20 @@ def test_ambiguous_combines_internal_then_web(mode):
     assert Origin.INTERNAL in origins and Origin.WEB in origins
     assert origins == sorted(origins, key=lambda o: o is Origin.WEB)  # internal first, then external
     assert [s.text for s in result.internal] == [NAMESAKE]  # the passage below the lower threshold is gone
-    assert any(step["note"].startswith("no verdict for document 1") for step in result.trace.find("evaluator_note"))
+    assert any(step.note.startswith("no verdict for document 1") for step in result.trace.find("evaluator_note"))
 
 
 def test_trace_records_every_step(mode):
     web = InMemoryWebSearch(PAGES)
     result = run(Corrector(web_search=web), QUERY, [NAMESAKE, ""], mode)
-    steps = [s["step"] for s in result.trace.steps]
+    steps = [s.label() for s in result.trace.steps]
     for expected in ("skip_passage", "input", "evaluate", "decide", "rewrite", "web_search", "refine_web", "result"):
         assert expected in steps
     decide = result.trace.find("decide")[0]
-    assert (decide["upper"], decide["lower"]) == result.thresholds == LexicalEvaluator.default_thresholds
-    assert result.trace.find("evaluate")[0]["scores"] == result.scores
-    assert result.trace.find("evaluate")[0]["ms"] >= 0
-    assert result.trace.find("refine_web")[0]["strip_scores"]
+    assert (decide.upper, decide.lower) == result.thresholds == LexicalEvaluator.default_thresholds
+    assert result.trace.find("evaluate")[0].scores == result.scores
+    assert result.trace.find("evaluate")[0].ms >= 0
+    assert result.trace.find("refine_web")[0].strip_scores
     assert result.summary()["web_urls"] == [PAGES[0]["url"]]
 
 
@@ -161,7 +162,7 @@ def test_incorrect_without_web_can_drop_but_lists_passages(mode):
     result = run(corrector, QUERY, [OFF], mode)
     assert result.knowledge == []
     assert "dropped" in result.fallbacks[-1].applied
-    assert result.trace.find("drop_passages")[0]["below_lower"] == [{"index": 0, "id": "0", "score": -1.0}]
+    assert result.trace.find("filter_passages")[0].below_lower == [BelowLower(0, "0", -1.0)]
 
 
 def test_ambiguous_keeps_internal_knowledge_when_web_fails(mode):
@@ -257,7 +258,7 @@ def test_empty_passages_are_skipped_and_traced():
     result = Corrector().correct(QUERY, [None, "  ", ABOUT, Passage(None, id="x")])
     assert result.scores[:2] == [-1.0, -1.0] and result.scores[3] == -1.0 and result.scores[2] > 0
     skipped = result.trace.find("skip_passage")
-    assert [s["index"] for s in skipped] == [0, 1, 3] and skipped[2]["id"] == "x"
+    assert [s.index for s in skipped] == [0, 1, 3] and skipped[2].id == "x"
     assert result.action is Action.CORRECT
 
 
@@ -267,7 +268,7 @@ def test_huge_html_and_non_latin_passages(mode):
                 "亨利·费尔登 (Henry Feilden) 是英国保守党政治家。🎩🇬🇧", "🙂" * 1000]
     result = run(Corrector(), QUERY, passages, mode)
     assert len(result.scores) == 4 and result.knowledge
-    assert result.trace.find("truncate_passage")[0]["index"] == 0
+    assert result.trace.find("truncate_passage")[0].index == 0
     assert sum(len(s.text) for s in result.knowledge) < 20_000  # refined, not the whole megabyte
 
 
@@ -286,8 +287,8 @@ def test_judge_only_scores_and_decides(mode):
         corrector.ajudge(QUERY, [OFF, ABOUT, ""]))
     full = corrector.correct(QUERY, [OFF, ABOUT, ""])
     assert judged.action is full.action is Action.CORRECT and judged.scores == full.scores
-    assert judged.knowledge == [] and corrector.web_search.queries == []
-    assert judged.trace.find("skip_passage")[0]["index"] == 2
+    assert judged.kept == [1] and judged.scored == [0, 1] and corrector.web_search.queries == []
+    assert judged.trace.find("skip_passage")[0].index == 2
 
 
 def test_refine_only_internal_and_web(mode):
@@ -298,4 +299,34 @@ def test_refine_only_internal_and_web(mode):
     assert {s.source_id for s in internal.strips} == {"a"}  # the Eiffel passage scores below -0.5
     web = refine(QUERY, [Passage("Henry Feilden: a politician.", id="w", url="https://x")], web=True)
     assert [(s.origin, s.url) for s in web.strips] == [(Origin.WEB, "https://x")]
-    assert internal.trace.find("refine_internal")[0]["pieces"] >= 2
+    assert internal.trace.find("refine_internal")[0].pieces >= 2
+
+
+@pytest.mark.parametrize("passages,action", [([ABOUT], Action.CORRECT), ([OFF], Action.INCORRECT),
+                                             ([ABOUT, OFF], Action.AMBIGUOUS)])
+@pytest.mark.parametrize("on_web_failure,web", [("keep", True), ("keep", False), ("drop", False)])
+def test_correct_is_exactly_judge_then_search_then_finish(mode, passages, action, on_web_failure, web):
+    policy = ActionPolicy(0.9, -0.5) if action is Action.AMBIGUOUS else None
+    corrector = Corrector(policy=policy, web_search=InMemoryWebSearch(PAGES) if web else None,
+                          on_web_failure=on_web_failure)
+    if mode == "sync":
+        judgment = corrector.judge(QUERY, passages)
+        outcome = corrector.search(QUERY) if judgment.action is not Action.CORRECT else None
+        sliced, whole = corrector.finish(judgment, outcome), corrector.correct(QUERY, passages)
+    else:
+        async def run():
+            judgment = await corrector.ajudge(QUERY, passages)
+            outcome = await corrector.asearch(QUERY) if judgment.action is not Action.CORRECT else None
+            return await corrector.afinish(judgment, outcome), await corrector.acorrect(QUERY, passages)
+
+        sliced, whole = asyncio.run(run())
+    assert sliced.action is whole.action is action
+    assert sliced.scores == whole.scores and sliced.knowledge == whole.knowledge
+    assert sliced.fallbacks == whole.fallbacks and sliced.rewritten_query == whole.rewritten_query
+
+
+def test_search_slice_says_why_there_is_no_web_knowledge():
+    assert Corrector().search(QUERY) is None
+    outcome = Corrector(web_search=InMemoryWebSearch(PAGES)).search("zzzz qqqq")
+    assert outcome.passages == [] and outcome.failure == "web search returned no results"
+    assert outcome.query == "zzzz qqqq" and outcome.method == "keywords"

@@ -102,15 +102,12 @@ def test_precompiled_patterns_split_exactly_like_sentence_splitter(bench_dir):
     from crag_shared.refine import _sentence_splitter
 
     fast = _sentence_splitter("en")
-    assert sentence_splitter.regex is not regex  # the compiled-pattern front is installed
+    assert type(fast).__module__ == "crag_shared._sentence_splitter"  # our private, compiled-pattern copy
+    assert sentence_splitter.regex is regex  # the library everyone else imports is untouched
     texts = ["Dr. Smith met Mr. J. R. R. Tolkien in the U.S.A. on No. 5 Baker St. in 1925. He left. 'Why?' "
              "she asked... (It rained.) Then: No. 12 won! The end", "A.B.C. Corp. was founded in 1901."]
     for line in (bench_dir / "popqa_ctxs.jsonl").open(encoding="utf-8"):
         texts += [c["text"] for c in json.loads(line)["ctxs"]]
-    expected_module, sentence_splitter.regex = sentence_splitter.regex, regex
-    try:
-        plain = sentence_splitter.SentenceSplitter(language="en")
-        expected = [plain.split(text) for text in texts]
-    finally:
-        sentence_splitter.regex = expected_module
+    plain = sentence_splitter.SentenceSplitter(language="en")
+    expected = [plain.split(text) for text in texts]
     assert [fast.split(text) for text in texts] == expected

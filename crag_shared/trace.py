@@ -1,0 +1,193 @@
+"""The trace of one correction: typed steps, so readers use fields instead of parsing dictionaries.
+
+Each step is a frozen dataclass; `name` is the label it carries in `Trace.to_dict()` (the JSON that
+adapters expose), and `Trace.find(name)` / `Trace.of(StepType)` look steps up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+LOG = logging.getLogger("crag")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One entry of a trace."""
+
+    name: ClassVar[str] = "step"
+
+    def label(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.label(), **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Input(Step):
+    """What came in: passages given, passages with text (scored), and the evaluator."""
+
+    name: ClassVar[str] = "input"
+    passages: int
+    scored: int
+    evaluator: str
+
+
+@dataclass(frozen=True)
+class SkippedPassage(Step):
+    name: ClassVar[str] = "skip_passage"
+    index: int
+    id: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Evaluated(Step):
+    """Every passage's score in input order (-1 for passages without text)."""
+
+    name: ClassVar[str] = "evaluate"
+    scores: list[float]
+    ms: float
+
+
+@dataclass(frozen=True)
+class EvaluatorNote(Step):
+    """Something unusual the evaluator reported (an unparsable LLM verdict...)."""
+
+    name: ClassVar[str] = "evaluator_note"
+    note: str
+
+
+@dataclass(frozen=True)
+class Decided(Step):
+    name: ClassVar[str] = "decide"
+    action: str
+    upper: float
+    lower: float
+    max_score: float | None
+
+
+@dataclass(frozen=True)
+class BelowLower:
+    index: int
+    id: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class PassagesFiltered(Step):
+    """Ambiguous keeps the passages scoring ≥ lower; Incorrect drops them all (`kept` is then empty)."""
+
+    name: ClassVar[str] = "filter_passages"
+    action: str
+    kept: list[int]
+    below_lower: list[BelowLower]
+
+
+@dataclass(frozen=True)
+class TruncatedPassage(Step):
+    name: ClassVar[str] = "truncate_passage"
+    index: int
+    chars: int
+    kept: int
+
+
+@dataclass(frozen=True)
+class Refined(Step):
+    """One refinement: `pieces` candidate strips scored, `kept` selected; named refine_internal/refine_web."""
+
+    origin: str
+    mode: str
+    passages: int
+    pieces: int
+    kept: int
+    strip_scores: list[float]
+    ms: float
+
+    def label(self) -> str:
+        return f"refine_{self.origin}"
+
+
+@dataclass(frozen=True)
+class Rewritten(Step):
+    name: ClassVar[str] = "rewrite"
+    query: str
+    method: str
+
+
+@dataclass(frozen=True)
+class Searched(Step):
+    """The web search: its results (title, url, snippet, paragraph count, position) and issues, or the error."""
+
+    name: ClassVar[str] = "web_search"
+    query: str
+    results: list[dict[str, Any]] = field(default_factory=list)
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class FallbackTaken(Step):
+    name: ClassVar[str] = "fallback"
+    of: str
+    reason: str
+    applied: str
+
+
+@dataclass(frozen=True)
+class Finished(Step):
+    name: ClassVar[str] = "result"
+    action: str
+    strips: int
+    internal: int
+    external: int
+    words: int
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A documented fallback the corrector took, and why."""
+
+    step: str
+    reason: str
+    applied: str
+
+
+S = TypeVar("S", bound=Step)
+
+
+@dataclass
+class Trace:
+    """Every step of one correction: what was computed, how long it took, and every fallback."""
+
+    steps: list[Step] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+
+    def add(self, step: Step) -> None:
+        self.steps.append(step)
+
+    def fallback(self, step: str, reason: str, applied: str) -> None:
+        """Record a fallback; it is also logged as a warning on the "crag" logger."""
+        self.fallbacks.append(Fallback(step, reason, applied))
+        LOG.warning("CRAG fallback in %s: %s -> %s", step, reason, applied)
+        self.add(FallbackTaken(step, reason, applied))
+
+    def extend(self, other: Trace) -> None:
+        """Append another trace's steps and fallbacks (already logged where they happened)."""
+        self.steps.extend(other.steps)
+        self.fallbacks.extend(other.fallbacks)
+
+    def find(self, name: str) -> list[Step]:
+        """The steps labelled `name` ("evaluate", "refine_internal", ...), in order."""
+        return [s for s in self.steps if s.label() == name]
+
+    def of(self, kind: type[S]) -> list[S]:
+        """The steps of one type, in order."""
+        return [s for s in self.steps if isinstance(s, kind)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": [s.to_dict() for s in self.steps], "fallbacks": [asdict(f) for f in self.fallbacks]}
