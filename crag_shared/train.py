@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .data import Pair, auroc
-from .evaluators.cross_encoder import pooled_logits
-from .evaluators.hf import require_torch
-from .evaluators.t5 import T5Evaluator
+from .evaluators.cross_encoder import pair_inputs, pooled_logits
+from .evaluators.hf import pick_device, require_torch
+from .evaluators.t5 import t5_inputs
 
 
 @dataclass
@@ -45,6 +45,7 @@ class TrainConfig:
     temperature: float = 0.3
     seed: int = 0
     threads: int | None = None
+    device: str = "auto"
 
 
 @dataclass
@@ -66,6 +67,7 @@ class _Model:
     def __init__(self, config: TrainConfig) -> None:
         _, transformers = require_torch()
         self.config = config
+        self.device = pick_device(config.device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(config.base_model)
         if config.kind == "t5":
             self.model = transformers.T5ForSequenceClassification.from_pretrained(config.base_model, num_labels=1)
@@ -86,17 +88,17 @@ class _Model:
             self.model.config.crag_score_map = "clip"
             self.head = self.model.classifier
         self.model.config.problem_type = "regression"
+        self.model.to(self.device)
 
     def encode(self, pairs: Sequence[Pair]) -> list[dict[str, list[int]]]:
         if not pairs:
             return []
+        queries, passages = [p.query for p in pairs], [p.passage for p in pairs]
         if self.config.kind == "t5":
-            texts = [f"{p.query}{T5Evaluator.separator}{p.passage}" for p in pairs]
-            encoded = self.tokenizer(texts, truncation=True, max_length=self.config.max_length)
+            encoded = t5_inputs(self.tokenizer, queries, passages, self.config.max_length)
         else:
-            extra = {"return_token_type_ids": True} if self.config.pooling == "pair" else {}
-            encoded = self.tokenizer([p.query for p in pairs], [p.passage for p in pairs],
-                                     truncation="longest_first", max_length=self.config.max_length, **extra)
+            encoded = pair_inputs(self.tokenizer, queries, passages, self.config.max_length,
+                                  self.config.pooling == "pair")
         keys = list(encoded.keys())
         return [{k: encoded[k][i] for k in keys} for i in range(len(pairs))]
 
@@ -104,7 +106,12 @@ class _Model:
         return pooled_logits(self.model, features)[:, 0]
 
     def batch(self, items: Sequence[dict[str, list[int]]]) -> dict[str, Any]:
-        return dict(self.tokenizer.pad(list(items), return_tensors="pt"))
+        return {k: v.to(self.device) for k, v in self.tokenizer.pad(list(items), return_tensors="pt").items()}
+
+    def autocast(self) -> Any:
+        """bf16 autocast on CUDA (the loss stays float32); a no-op elsewhere."""
+        torch, _ = require_torch()
+        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda"))
 
 
 def _length_grouped(groups: Sequence[list[int]], lengths: Sequence[int], batch_size: int,
@@ -152,7 +159,9 @@ def score_pairs(model: _Model, encoded: Sequence[dict[str, list[int]]], batch_si
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             index = order[start:start + batch_size]
-            for i, value in zip(index, model.logits(model.batch([encoded[i] for i in index])).tolist()):
+            with model.autocast():
+                logits = model.logits(model.batch([encoded[i] for i in index])).float()
+            for i, value in zip(index, logits.tolist()):
                 scores[i] = value
     return scores
 
@@ -202,8 +211,9 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
         for batch in _length_grouped(groups, lengths, config.batch_size, rng):
             model.model.train()
             features = model.batch([train_items[i] for i in batch])
-            target = torch.tensor([targets[i] for i in batch])
-            logits = model.logits(features)
+            target = torch.tensor([targets[i] for i in batch], device=model.device)
+            with model.autocast():
+                logits = model.logits(features).float()
             loss = torch.nn.functional.mse_loss(logits, target)
             if config.listwise:
                 loss = loss + config.listwise * listwise_loss(logits, [targets[i] for i in batch],

@@ -4,12 +4,15 @@ import math
 import pytest
 
 from crag_shared import (
+    Corrector,
     CrossEncoderEvaluator,
+    EvaluatorConfigurationError,
     LexicalEvaluator,
     LLMEvaluator,
     T5Evaluator,
     evaluator_from_spec,
 )
+from crag_shared.evaluators.hf import require_torch
 from crag_shared.evaluators.llm import NEUTRAL, parse_numbered, parse_verdict
 
 QUERY = "What is Henry Feilden's occupation?"
@@ -227,8 +230,26 @@ async def test_hf_async_scoring_matches_sync(tiny_bert):
 
 
 def test_missing_checkpoint_fails_with_the_path(tmp_path):
-    with pytest.raises(OSError, match="nothing-here"):
+    with pytest.raises(EvaluatorConfigurationError, match="nothing-here"):
         T5Evaluator(str(tmp_path / "nothing-here"), local_files_only=True).warm_up()
+    with pytest.raises(ValueError, match="no such file or directory"):  # a spec's typo fails at construction
+        evaluator_from_spec(f"cross-encoder:{tmp_path / 'typo'}")
+
+
+def test_a_model_that_cannot_load_is_never_replaced_by_the_fallback(tmp_path):
+    corrector = Corrector(evaluator=T5Evaluator(str(tmp_path / "nothing-here"), local_files_only=True))
+    with pytest.raises(EvaluatorConfigurationError, match="nothing-here"):
+        corrector.correct("q", ["p"])
+
+
+def test_an_untrained_head_is_refused_unless_allowed(tmp_path, tiny_bert):
+    _, transformers = require_torch()
+    encoder = tmp_path / "bi-encoder"  # a bare encoder, as all-MiniLM-L6-v2 ships: no classification head
+    transformers.BertModel.from_pretrained(str(tiny_bert)).save_pretrained(str(encoder))
+    transformers.AutoTokenizer.from_pretrained(str(tiny_bert)).save_pretrained(str(encoder))
+    with pytest.raises(EvaluatorConfigurationError, match="no trained scoring head"):
+        CrossEncoderEvaluator(str(encoder)).warm_up()
+    assert len(CrossEncoderEvaluator(str(encoder), allow_untrained_head=True).score("q", ["p", "r"])) == 2
 
 
 def test_evaluator_specs_round_trip(tiny_bert):

@@ -6,7 +6,14 @@ import sys
 
 import pytest
 
-from crag_shared import ActionPolicy, Corrector, CrossEncoderEvaluator, OnnxCrossEncoderEvaluator, evaluator_from_spec
+from crag_shared import (
+    ActionPolicy,
+    Corrector,
+    CrossEncoderEvaluator,
+    EvaluatorConfigurationError,
+    OnnxCrossEncoderEvaluator,
+    evaluator_from_spec,
+)
 from crag_shared.cli import main
 from crag_shared.evaluators.onnx import MANIFEST, SESSION_DISABLED_OPTIMIZERS, default_export_dir, export_onnx
 
@@ -144,6 +151,6 @@ def test_onnx_evaluator_rejects_gpu_options_and_drives_the_corrector(tiny_bert, 
 
 
 def test_failed_export_leaves_no_directory(tmp_path):
-    with pytest.raises(OSError):
+    with pytest.raises(EvaluatorConfigurationError):
         OnnxCrossEncoderEvaluator(str(tmp_path / "missing"), export_dir=tmp_path / "out").warm_up()
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".export-*"))

@@ -9,6 +9,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 
+class EvaluatorConfigurationError(ValueError):
+    """An evaluator that cannot work as configured (a model that does not load, an untrained head).
+
+    Unlike a fault while scoring, this is never replaced by the fallback evaluator: it reaches the
+    caller at the first use (or at `warm_up`)."""
+
+
 @dataclass
 class Evaluation:
     """Scores in input order, plus notes about anything unusual (e.g. an unparsable LLM verdict)."""
@@ -30,7 +37,9 @@ class RetrievalEvaluator(ABC):
 
     @property
     def thresholds(self) -> tuple[float, float]:
-        return self.default_thresholds
+        """The thresholds given to this instance (`_thresholds`), else the backend's defaults."""
+        own = getattr(self, "_thresholds", None)
+        return (own[0], own[1]) if own is not None else self.default_thresholds
 
     @property
     def spec(self) -> str:
@@ -43,6 +52,11 @@ class RetrievalEvaluator(ABC):
     @abstractmethod
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Score every text against the query in as few model passes as possible."""
+
+    def evaluate_batch(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[Evaluation]:
+        """Several queries' texts at once (`Corrector.correct_many`); model backends batch across queries.
+        Scores equal `evaluate` on each request alone."""
+        return [self.evaluate(query, texts) for query, texts in requests]
 
     async def aevaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Async scoring; model backends run in a worker thread so the event loop stays free."""

@@ -52,9 +52,7 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
 
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
         pair_pooling = getattr(self.model.config, "crag_pooling", None) == "pair"
-        return dict(self._tokenizer([query] * len(texts), list(texts), truncation="longest_first",
-                                    max_length=self.max_length, **({"return_token_type_ids": True} if pair_pooling
-                                                                   else {})))
+        return pair_inputs(self._tokenizer, [query] * len(texts), texts, self.max_length, pair_pooling)
 
     def _to_scores(self, logits: Any) -> Any:
         import numpy as np  # transformers' dependency; not imported with crag_shared
@@ -66,6 +64,14 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
         if mode == "clip":
             return logits[:, 0]
         return np.tanh(logits[:, 0] / 2)
+
+
+def pair_inputs(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], max_length: int,
+                token_types: bool) -> dict[str, list]:
+    """(query, passage) pairs tokenized as a cross-encoder reads them; shared by scoring and training.
+    `token_types` asks for segment ids, which pair pooling needs to tell query from passage."""
+    extra = {"return_token_type_ids": True} if token_types else {}
+    return dict(tokenizer(list(queries), list(texts), truncation="longest_first", max_length=max_length, **extra))
 
 
 def _masked_mean(hidden: Any, mask: Any) -> Any:

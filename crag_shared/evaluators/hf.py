@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Evaluation, RetrievalEvaluator
+from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
 INSTALL_HINT = "this evaluator needs torch and transformers: pip install 'crag-shared[torch]'"
 
@@ -33,14 +33,33 @@ def require_torch() -> tuple[Any, Any]:
 
 
 def pick_device(device: str | None) -> str:
+    """None/"auto": CUDA, else MPS, else CPU. An explicit device that this machine lacks is an error, not a
+    silent CPU run."""
     torch, _ = require_torch()
+    mps = getattr(torch.backends, "mps", None)
     if device not in (None, "auto"):
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} asked for, but torch sees no CUDA GPU (use 'auto' or 'cpu')")
+        if device == "mps" and not (mps and mps.is_available()):
+            raise ValueError("device 'mps' asked for, but MPS is not available (use 'auto' or 'cpu')")
         return device
     if torch.cuda.is_available():
         return "cuda"
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def load_once(evaluator: Any) -> None:
+    """Run `evaluator._load()` once, thread-safely (`_model`, `_lock`); a failure is a configuration error."""
+    if evaluator._model is not None:
+        return
+    with evaluator._lock:
+        if evaluator._model is None:
+            try:
+                evaluator._load()
+            except (OSError, ValueError) as error:
+                raise EvaluatorConfigurationError(f"cannot use evaluator {evaluator.spec}: {error}") from error
 
 
 class HFSequenceEvaluator(RetrievalEvaluator):
@@ -64,6 +83,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         num_threads: int | None = None,
         thresholds: tuple[float, float] | None = None,
         local_files_only: bool = False,
+        allow_untrained_head: bool = False,
     ) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be at least 8, got {max_length}")
@@ -78,17 +98,11 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         self.quantize = quantize
         self.num_threads = num_threads
         self.local_files_only = local_files_only
+        self.allow_untrained_head = allow_untrained_head
         self._thresholds = tuple(thresholds) if thresholds is not None else None
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
-
-    @property
-    def thresholds(self) -> tuple[float, float]:
-        if self._thresholds is not None:
-            return self._thresholds
-        stored = getattr(self._model, "config", None) and getattr(self._model.config, "crag_thresholds", None)
-        return tuple(stored) if stored else self.default_thresholds
 
     @property
     def spec(self) -> str:
@@ -105,11 +119,9 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         return self._tokenizer
 
     def warm_up(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._load()
+        """Load the model; a model that cannot load, or has no trained head, raises
+        `EvaluatorConfigurationError`, which the Corrector never turns into a fallback."""
+        load_once(self)
 
     def _load(self) -> None:
         torch, transformers = require_torch()
@@ -120,13 +132,20 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         if self.dtype:
             kwargs["dtype"] = getattr(torch, self.dtype) if isinstance(self.dtype, str) else self.dtype
         tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_name, local_files_only=self.local_files_only)
-        model = self._model_class(transformers).from_pretrained(self.model_name, **kwargs)
+        model, loading = self._model_class(transformers).from_pretrained(self.model_name, output_loading_info=True,
+                                                                         **kwargs)
+        untrained = [key for key in loading.get("missing_keys", ()) if "." in key]
+        if untrained and not self.allow_untrained_head:
+            raise ValueError(f"{self.model_name} has no trained scoring head ({len(untrained)} weights freshly "
+                             f"initialised, e.g. {sorted(untrained)[0]}): it is not a relevance model, and its "
+                             "scores would be noise. Fine-tune it with `crag train-evaluator`, or pass "
+                             "allow_untrained_head=True to use it anyway")
         model.eval()
         if self.quantize:
             if self.device != "cpu":
                 raise ValueError("quantize=True is int8 dynamic quantization for CPU; use device='cpu'")
-            # per output channel: per tensor, a trained crag evaluator's scores moved by 0.13 on average (0.80
-            # max) and its qa_pairs AUROC fell 0.917 -> 0.908; per channel 0.07 (0.914), at the same speed
+            # per output channel: one scale per tensor moves a trained evaluator's scores several times
+            # more, at the same speed (figures in the README's Benchmarks)
             with warnings.catch_warnings():  # torch marks eager quantization deprecated; it still works
                 warnings.simplefilter("ignore")
                 per_channel = torch.ao.quantization.per_channel_dynamic_qconfig
@@ -169,15 +188,26 @@ class HFSequenceEvaluator(RetrievalEvaluator):
             return self._logits(features).float().cpu().numpy()
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
-        if not texts:
-            return Evaluation([])
+        return self.evaluate_batch([(query, texts)])[0]
+
+    def evaluate_batch(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[Evaluation]:
+        """Every pair of every request tokenized once, then length-sorted batches across requests."""
+        if not any(texts for _, texts in requests):
+            return [Evaluation([]) for _ in requests]
         self.warm_up()
         cap = self.max_length * CHARS_PER_TOKEN_CAP
-        encoded = self._encode(query[:cap], [t[:cap] for t in texts])
-        lengths = [len(ids) for ids in encoded["input_ids"]]
-        scores = [0.0] * len(texts)
-        for batch in self._batches(lengths):
+        encoded: dict[str, list] = {}
+        owners: list[tuple[int, int]] = []
+        for r, (query, texts) in enumerate(requests):
+            if not texts:
+                continue
+            for key, values in self._encode(query[:cap], [t[:cap] for t in texts]).items():
+                encoded.setdefault(key, []).extend(values)
+            owners.extend((r, i) for i in range(len(texts)))
+        scores = [[0.0] * len(texts) for _, texts in requests]
+        for batch in self._batches([len(ids) for ids in encoded["input_ids"]]):
             values = self._to_scores(self._batch_logits({k: [v[i] for i in batch] for k, v in encoded.items()}))
             for i, value in zip(batch, values.tolist()):
-                scores[i] = max(-1.0, min(1.0, float(value)))
-        return Evaluation(scores)
+                r, j = owners[i]
+                scores[r][j] = max(-1.0, min(1.0, float(value)))
+        return [Evaluation(row) for row in scores]

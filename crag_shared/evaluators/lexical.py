@@ -36,10 +36,6 @@ class LexicalEvaluator(RetrievalEvaluator):
         self._thresholds = tuple(thresholds) if thresholds is not None else None
 
     @property
-    def thresholds(self) -> tuple[float, float]:
-        return self._thresholds or self.default_thresholds
-
-    @property
     def spec(self) -> str:
         return "lexical"
 

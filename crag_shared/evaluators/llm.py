@@ -23,6 +23,15 @@ BATCHED_JUDGE_PROMPT = (
     "'<number>: no'.\nQuestion: {question}\n{documents}"
 )
 
+def check_judge_prompt(prompt: str, mode: str) -> str:
+    """A judge prompt must hold `{question}` and, per mode, `{documents}` (batched) or `{document}`."""
+    needed = ("{question}", "{documents}" if mode == "batched" else "{document}")
+    missing = [slot for slot in needed if slot not in prompt]
+    if missing:
+        raise ValueError(f"the {mode} judge prompt needs the placeholders {', '.join(missing)}")
+    return prompt
+
+
 YES, NO = 1.0, -1.0
 #: Score of a verdict that could not be parsed: between the default thresholds, i.e. "not sure".
 NEUTRAL = 0.0
@@ -76,7 +85,8 @@ class LLMEvaluator(RetrievalEvaluator):
         self.llm = check_llm(llm)
         self.mode = mode
         self.max_document_chars = max_document_chars
-        self.prompt = prompt or (BATCHED_JUDGE_PROMPT if mode == "batched" else PAPER_JUDGE_PROMPT)
+        self.prompt = check_judge_prompt(prompt or (BATCHED_JUDGE_PROMPT if mode == "batched" else PAPER_JUDGE_PROMPT),
+                                         mode)
 
     def _prompts(self, query: str, texts: Sequence[str]) -> list[str]:
         docs = [t[: self.max_document_chars] for t in texts]

@@ -32,16 +32,12 @@ INSTALL_HINT = "the ONNX backend needs onnxruntime and onnx: pip install 'crag-s
 MANIFEST = "crag_onnx.json"
 #: Architectures whose attention, GELU and layer norms ONNX Runtime's BERT optimizer fuses.
 FUSABLE = {"bert", "roberta", "xlm-roberta", "electra", "camembert"}
-#: Fusions left out, at export and again at session load (ORT would redo them there): on CPU (ORT 1.31,
-#: Xeon with AVX-512) a fused SkipLayerNormalization of 80x384 took 155 us against 45 us for the Add and
-#: LayerNormalization it replaces, and BiasGelu 157 us against 113 for Add + Gelu. Without them a MiniLM
-#: decision (10 PopQA passages + strips) takes 0.85x the time, scores within 0.004; on an AMD EPYC (AVX2,
-#: ORT 1.32) int8 scoring takes 0.90x the time, fp32 0.96x.
+#: Fusions left out, at export and again at session load (ORT would redo them there): on CPU the fused
+#: SkipLayerNormalization and BiasGelu kernels are slower than the plain ops they replace (README, Benchmarks).
 SESSION_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion", "BiasGeluFusion"]
 #: Int8 covers only matrix products: the embeddings (and a crag head, exported as Gemm) stay float. The
 #: weights are quantized to 7 bits (`reduce_range`): CPUs with AVX2 but no VNNI multiply u8 x s8 with an
-#: instruction whose 16-bit sums saturate, and with full 8-bit weights a trained crag model's scores moved by
-#: up to 1.9 there (qa_pairs AUROC 0.917 -> 0.892); with 7 bits by 0.35 at most (0.916), at the same speed.
+#: instruction whose 16-bit sums saturate, which with full 8-bit weights moves scores far (README).
 QUANTIZED_OPS = ["MatMul", "Attention"]
 #: Bumped whenever the export changes, so cached exports of the same checkpoint are redone.
 EXPORT_FORMAT = 3

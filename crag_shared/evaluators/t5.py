@@ -24,8 +24,13 @@ class T5Evaluator(HFSequenceEvaluator):
         return transformers.T5ForSequenceClassification
 
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
-        inputs = [f"{query}{self.separator}{text}" for text in texts]
-        return dict(self._tokenizer(inputs, truncation=True, max_length=self.max_length))
+        return t5_inputs(self._tokenizer, [query] * len(texts), texts, self.max_length)
 
     def _to_scores(self, logits: Any) -> Any:
         return logits[:, 0]
+
+
+def t5_inputs(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], max_length: int) -> dict[str, list]:
+    """The paper's input, "query [SEP] passage", tokenized; shared by scoring and `crag train-evaluator`."""
+    inputs = [f"{query}{T5Evaluator.separator}{text}" for query, text in zip(queries, texts)]
+    return dict(tokenizer(inputs, truncation=True, max_length=max_length))

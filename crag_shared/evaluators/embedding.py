@@ -1,0 +1,114 @@
+"""EmbeddingEvaluator: relevance as the cosine of a bi-encoder's query and passage embeddings.
+
+A pretrained sentence encoder knows "is this passage about what the question asks" without any training
+by the user, and, unlike word overlap, it is not fooled by passages that share the question's words but
+not its meaning. It is the strongest offline signal measured on unseen hard negatives (README).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .base import Evaluation, RetrievalEvaluator
+from .hf import load_once, pick_device, require_torch
+
+#: texts -> one embedding per text (a framework's embedding model, or our HF encoder)
+Embed = Callable[[list[str]], list[list[float]]]
+
+
+class EmbeddingEvaluator(RetrievalEvaluator):
+    """Cosine of query and passage embeddings, mapped linearly to [-1, 1]: `clip((cos - midpoint) / spread)`.
+
+    - `model`: a Hugging Face encoder (local directory or hub id), mean-pooled over its tokens and L2
+      normalised, as sentence-transformers does (spec `embedding:PATH`); or
+    - `embed_query` / `embed_texts`: the embedding model you already have, as functions
+      (`crag_llamaindex.embedding_evaluator(embed_model)`, `crag_haystack.embedding_evaluator(...)`).
+    Each text is embedded alone (padding is masked), so a score never depends on the other texts.
+    The default mapping and thresholds suit all-MiniLM-L6-v2-like encoders; fit your own with
+    `crag calibrate --evaluator embedding:PATH`.
+    """
+
+    default_thresholds = (0.3, -0.3)
+    spec_prefix = "embedding"
+
+    def __init__(self, model: str | None = None, *, embed_query: Callable[[str], list[float]] | None = None,
+                 embed_texts: Embed | None = None, midpoint: float = 0.3, spread: float = 0.4,
+                 max_length: int = 256, batch_size: int = 32, device: str | None = None,
+                 thresholds: tuple[float, float] | None = None, local_files_only: bool = False) -> None:
+        if (model is None) == (embed_texts is None):
+            raise ValueError("EmbeddingEvaluator needs either model=PATH or embed_texts=function")
+        if not spread > 0:
+            raise ValueError(f"spread must be positive, got {spread}")
+        self.model_name = None if model is None else str(model)
+        self.midpoint = midpoint
+        self.spread = spread
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.local_files_only = local_files_only
+        self._thresholds = tuple(thresholds) if thresholds is not None else None
+        self._embed_texts = embed_texts
+        self._embed_query = embed_query or (lambda text: self._embed_texts([text])[0])  # type: ignore[misc]
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def spec(self) -> str:
+        """`embedding:PATH`, or `embedding` for a framework's model (the adapter rebuilds it from its settings)."""
+        return f"embedding:{self.model_name}" if self.model_name else "embedding"
+
+    def warm_up(self) -> None:
+        if self.model_name is not None:
+            load_once(self)
+
+    def _load(self) -> None:
+        _, transformers = require_torch()
+        self.device = pick_device(self.device)
+        self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_name,
+                                                                     local_files_only=self.local_files_only)
+        model = transformers.AutoModel.from_pretrained(self.model_name, local_files_only=self.local_files_only)
+        self._model = model.eval().to(self.device)
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        """L2-normalised embeddings, one per text, in input order."""
+        if self._embed_texts is not None:
+            return [_normalised(v) for v in self._embed_texts(list(texts))]
+        self.warm_up()
+        torch, _ = require_torch()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                index = order[start:start + self.batch_size]
+                batch = self._tokenizer([texts[i] for i in index], padding=True, truncation=True,
+                                        max_length=self.max_length, return_tensors="pt").to(self.device)
+                hidden = self._model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled.float(), dim=-1)
+                for i, row in zip(index, pooled.cpu().tolist()):
+                    vectors[i] = row
+        return vectors
+
+    def _query_vector(self, query: str) -> list[float]:
+        if self._embed_texts is not None:
+            return _normalised(self._embed_query(query))
+        return self.encode([query])[0]
+
+    def cosines(self, query: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        q = self._query_vector(query)
+        return [sum(a * b for a, b in zip(q, v)) for v in self.encode(texts)]
+
+    def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
+
+
+def _normalised(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else [0.0 for _ in vector]

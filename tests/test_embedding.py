@@ -1,0 +1,88 @@
+"""EmbeddingEvaluator on a tiny encoder built here, and reusing the frameworks' own embedding models."""
+
+import pytest
+
+from crag_shared import Corrector, EmbeddingEvaluator, evaluator_from_spec
+
+QUERY = "what is henry feilden occupation"
+TEXTS = ["henry feilden was an english conservative party politician who sat for blackburn",
+         "the eiffel tower stands in paris it was built in 1889 by gustave eiffel",
+         "marie curie was a physicist and chemist who won the nobel prize twice", "paris"]
+
+
+def test_scores_are_batch_independent_and_in_range(tiny_bert):
+    evaluator = EmbeddingEvaluator(str(tiny_bert), batch_size=3)
+    together = evaluator.score(QUERY, TEXTS)
+    alone = [evaluator.score(QUERY, [text])[0] for text in TEXTS]
+    assert together == pytest.approx(alone, abs=1e-5)
+    assert all(-1.0 <= s <= 1.0 for s in together)
+    cosines = evaluator.cosines(QUERY, TEXTS)
+    assert together == pytest.approx([max(-1, min(1, (c - 0.3) / 0.4)) for c in cosines])
+
+
+def test_spec_round_trip_and_clear_errors(tiny_bert, tmp_path):
+    evaluator = evaluator_from_spec(f"embedding:{tiny_bert}")
+    assert isinstance(evaluator, EmbeddingEvaluator) and evaluator_from_spec(evaluator.spec).spec == evaluator.spec
+    with pytest.raises(ValueError, match="no such file"):
+        evaluator_from_spec(f"embedding:{tmp_path / 'typo'}")
+    with pytest.raises(ValueError, match="framework's embedding model"):
+        evaluator_from_spec("embedding")
+    with pytest.raises(ValueError, match="either model"):
+        EmbeddingEvaluator()
+
+
+def test_a_corrector_runs_on_it(tiny_bert):
+    result = Corrector(EmbeddingEvaluator(str(tiny_bert), thresholds=(-1.0, -1.0))).correct(QUERY, TEXTS[:2])
+    assert result.action.value == "correct" and result.knowledge
+
+
+def test_llamaindex_reuses_the_apps_embedding_model():
+    from llama_index.core import Settings
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from crag_llamaindex import CRAGPostprocessor, embedding_evaluator
+    from crag_llamaindex.testing import HashingEmbedding
+
+    class Counting(HashingEmbedding):
+        def _get_text_embeddings(self, texts):
+            Counting.batches = getattr(Counting, "batches", 0) + 1
+            return [self._vector(t) for t in texts]
+
+    previous = Settings._embed_model
+    Settings.embed_model = Counting()
+    try:
+        crag = CRAGPostprocessor(evaluator="embedding")
+        assert isinstance(crag.corrector.evaluator, EmbeddingEvaluator)
+        nodes = [NodeWithScore(node=TextNode(text=t)) for t in TEXTS]
+        _, result = crag.correct(nodes, QueryBundle(QUERY))
+        assert Counting.batches >= 1 and result.scores[0] == max(result.scores)
+        rebuilt = CRAGPostprocessor.from_dict(crag.to_dict())
+        assert rebuilt.config.evaluator == "embedding" and isinstance(rebuilt.corrector.evaluator, EmbeddingEvaluator)
+        direct = embedding_evaluator(Counting()).score(QUERY, TEXTS)
+        assert direct == pytest.approx(result.scores)
+    finally:
+        Settings._embed_model = previous
+    with pytest.raises(TypeError, match="BaseEmbedding"):
+        embedding_evaluator("not a model")
+
+
+def test_haystack_reuses_the_pipelines_embedders():
+    from haystack import Document, Pipeline
+
+    from crag_haystack import CRAG, RetrievalRouter, embedding_evaluator
+    from crag_haystack.testing import HashingDocumentEmbedder, HashingTextEmbedder
+
+    documents = [Document(content=t) for t in TEXTS]
+    embedder = HashingDocumentEmbedder()
+    crag = CRAG(evaluator="embedding", text_embedder=HashingTextEmbedder(), document_embedder=embedder)
+    crag.warm_up()
+    out = crag.run(query=QUERY, documents=documents)
+    assert embedder.calls >= 1 and out["scores"][0] == max(out["scores"])
+    assert out["scores"] == pytest.approx(embedding_evaluator(HashingTextEmbedder()).score(QUERY, TEXTS))
+    pipeline = Pipeline()
+    pipeline.add_component("crag", CRAG(evaluator="embedding", text_embedder=HashingTextEmbedder(),
+                                        document_embedder=HashingDocumentEmbedder()))
+    loaded = Pipeline.loads(pipeline.dumps())
+    assert isinstance(loaded.get_component("crag").text_embedder, HashingTextEmbedder)
+    with pytest.raises(ValueError, match="text_embedder"):
+        RetrievalRouter(evaluator="embedding")
