@@ -2,14 +2,20 @@
 
 - `CRAGPostprocessor`: add to any query engine's `node_postprocessors`;
 - `CRAGQueryEngine`: retrieve → CRAG → synthesize, with CRAG's verdict in `response.metadata["crag"]`;
-- `WebSearchRetriever`: web knowledge (rewrite → search → fetch → select) as a retriever.
+- `WebSearchRetriever`: web knowledge (rewrite → search → fetch → select) as a retriever;
+- `CRAGWorkflow`: the same algorithm as a Workflow, one typed event per step;
+- `CRAGPack`: the llama-packs shape (`get_modules()`, `run(query)`).
 """
 
+from .embedding import embedding_evaluator
 from .events import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
 from .llm import LlamaIndexLLM
+from .pack import CRAGPack
 from .postprocessor import CRAGPostprocessor
 from .query_engine import CRAGQueryEngine
 from .retriever import WebSearchRetriever
+from .workflow import CRAGWorkflow, JudgedEvent, KnowledgeEvent, RefineEvent, RetrievedEvent, WebSearchEvent
 
-__all__ = ["CRAGActionEvent", "CRAGFallbackEvent", "CRAGPostprocessor", "CRAGQueryEngine", "CRAGWebSearchEvent",
-           "LlamaIndexLLM", "WebSearchRetriever"]
+__all__ = ["CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor", "CRAGQueryEngine",
+           "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent", "KnowledgeEvent", "LlamaIndexLLM", "RefineEvent",
+           "RetrievedEvent", "WebSearchEvent", "WebSearchRetriever", "embedding_evaluator"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
 from crag_shared import CorrectionResult, Origin, Passage, Strip
-from crag_shared.config import passage_from_record, strip_metadata
+from crag_shared.records import passage_from_record, strip_metadata
 
 
 def to_passage(item: NodeWithScore) -> Passage:
@@ -15,18 +15,36 @@ def to_passage(item: NodeWithScore) -> Passage:
 
 
 def strip_node(strip: Strip, result: CorrectionResult, sources: list[NodeWithScore]) -> NodeWithScore:
-    """A strip as a new TextNode; its SOURCE relationship points at the node it was cut from."""
-    metadata = strip_metadata(strip, result)
+    """A strip as a new TextNode carrying its source node's metadata, exclusions and document link.
+
+    An internal strip's SOURCE relationship is its source node's own (so `ref_doc_id` is the Document's
+    id, as on the chunk), and PARENT points at the chunk it was cut from; a chunk with no SOURCE of its
+    own becomes the SOURCE. The `crag_*` keys are kept out of the LLM prompt and every CRAG key out of
+    embeddings; `web_source` (web strips) is shown to the LLM to mark the text as untrusted."""
+    source = sources[strip.source_index].node if strip.origin is Origin.INTERNAL else None
+    added = strip_metadata(strip, result)
+    metadata = {**(source.metadata if source else {}), **added}
+    layout = {"metadata_template": source.metadata_template, "metadata_separator": source.metadata_separator
+              } if source else {}
     node = TextNode(
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
         text=strip.text,
         metadata=metadata,
-        excluded_llm_metadata_keys=[k for k in metadata if k.startswith("crag_")],
-        excluded_embed_metadata_keys=list(metadata),
+        excluded_llm_metadata_keys=_merge(source and source.excluded_llm_metadata_keys,
+                                          [k for k in added if k.startswith("crag_")]),
+        excluded_embed_metadata_keys=_merge(source and source.excluded_embed_metadata_keys, list(added)),
+        **layout,
     )
-    if strip.origin is Origin.INTERNAL:
-        node.relationships[NodeRelationship.SOURCE] = sources[strip.source_index].node.as_related_node_info()
+    if source is not None:
+        document = source.relationships.get(NodeRelationship.SOURCE)
+        node.relationships[NodeRelationship.SOURCE] = document or source.as_related_node_info()
+        if document is not None:
+            node.relationships[NodeRelationship.PARENT] = source.as_related_node_info()
     return NodeWithScore(node=node, score=strip.score)
+
+
+def _merge(first: list[str] | None, second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*(first or []), *second]))
 
 
 def knowledge_nodes(result: CorrectionResult, sources: list[NodeWithScore], return_strips: bool) -> list[NodeWithScore]:

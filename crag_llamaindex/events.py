@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.base import BaseEvent
 
@@ -55,11 +53,11 @@ def events_for(result: CorrectionResult) -> list[BaseEvent]:
     upper, lower = result.thresholds
     events: list[BaseEvent] = [CRAGActionEvent(query=result.query, action=result.action.value,
                                                scores=list(result.scores), upper=upper, lower=lower)]
-    for step in result.trace.find("web_search"):
-        issues: list[Any] = step.get("issues", [])
+    web = result.web
+    if web is not None:
         events.append(CRAGWebSearchEvent(
-            query=result.query, search_query=step.get("query"), urls=[r["url"] for r in step.get("results", [])],
-            issues=[f"{i['url']}: {i['reason']}" for i in issues] + ([step["error"]] if "error" in step else [])))
+            query=result.query, search_query=web.query, urls=[r.url for r in web.results],
+            issues=[f"{i.url}: {i.reason}" for i in web.issues] + ([web.error] if web.error else [])))
     events.extend(CRAGFallbackEvent(step=f.step, reason=f.reason, applied=f.applied) for f in result.fallbacks)
     return events
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from llama_index.core import Settings
 
+from crag_shared.llm import NoLLMConfigured
+
 
 def configured_llm() -> Any | None:
     """`Settings.llm` only if the user set one: resolving the default would import OpenAI or, in test
@@ -23,7 +25,7 @@ class LlamaIndexLLM:
     def llm(self) -> Any:
         llm = self._llm or configured_llm()
         if llm is None:
-            raise LookupError("no LLM configured: pass llm=... or set Settings.llm")
+            raise NoLLMConfigured("no LLM configured: pass llm=... or set Settings.llm")
         return llm
 
     def complete(self, prompt: str) -> str:

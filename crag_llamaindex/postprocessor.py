@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Mapping
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared import CorrectionResult, Corrector, CRAGConfig, RetrievalEvaluator, WebSearch
+from crag_shared import (
+    CorrectionResult,
+    Corrector,
+    CRAGConfig,
+    LLMEvaluator,
+    QueryRewriter,
+    RetrievalEvaluator,
+    WebSearch,
+)
+from crag_shared.config import config_from, evaluator_spec
+from crag_shared.evaluators.llm import check_judge_prompt
 
 from .convert import knowledge_nodes, to_passage
+from .embedding import embedding_evaluator
 from .events import aemit, emit
 from .llm import LlamaIndexLLM
 
 
-class CRAGPostprocessor(BaseNodePostprocessor):
+class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     """Scores the retrieved nodes, picks Correct / Incorrect / Ambiguous, and returns refined knowledge.
 
     Returns knowledge strips as new `TextNode`s. Their metadata carries `crag_action`, `crag_score`,
@@ -37,21 +52,36 @@ class CRAGPostprocessor(BaseNodePostprocessor):
     _corrector: Corrector = PrivateAttr()
 
     def __init__(self, *, llm: Any | None = None, evaluator: RetrievalEvaluator | str | None = None,
-                 web_search: WebSearch | None = None, return_strips: bool = True, config: CRAGConfig | None = None,
+                 web_search: WebSearch | None = None, return_strips: bool = True,
+                 config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
-        if isinstance(evaluator, str):
-            settings["evaluator"] = evaluator
-            evaluator = None
+        settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
+        if evaluator is not None:
+            settings["evaluator"] = evaluator if isinstance(evaluator, str) else evaluator_spec(evaluator)
         if config is not None and settings:
             raise ValueError("pass either config=... or individual settings, not both")
-        config = config or CRAGConfig.from_dict(settings)
+        config = config_from(config if config is not None else settings)
         super().__init__(config=config, return_strips=return_strips,
                          callback_manager=callback_manager or CallbackManager())
-        self._corrector = config.build(llm=LlamaIndexLLM(llm), web_search=web_search, evaluator=evaluator)
+        instance = None if evaluator is None or isinstance(evaluator, str) else evaluator
+        if instance is None and config.evaluator == "embedding":  # the embedding model the app already has
+            instance = embedding_evaluator()
+        self._corrector = config.build(llm=LlamaIndexLLM(llm), web_search=web_search, evaluator=instance)
 
     @classmethod
     def class_name(cls) -> str:
         return "CRAGPostprocessor"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # LlamaIndex drops an unpicklable private attribute with a warning (web search silently gone);
+        # here a web provider that refuses pickling (a key passed as an argument) says so instead.
+        pickle.dumps(self._corrector)
+        return super().__getstate__()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # LlamaIndex rebuilds from __init__(**fields), which would lose the live web provider and load the
+        # evaluator again; the pickled corrector (its key re-read from the environment) is restored as is.
+        BaseModel.__setstate__(self, state)
 
     @property
     def corrector(self) -> Corrector:
@@ -73,8 +103,34 @@ class CRAGPostprocessor(BaseNodePostprocessor):
     async def acorrect(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                        ) -> tuple[list[NodeWithScore], CorrectionResult]:
         result = await self._corrector.acorrect(self._query(query_bundle), [to_passage(n) for n in nodes])
+        return await self.adeliver(result, nodes), result
+
+    async def adeliver(self, result: CorrectionResult, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        """A finished correction as knowledge nodes, its events emitted (also for `CRAGWorkflow`)."""
         await aemit(result)
-        return knowledge_nodes(result, nodes, self.return_strips), result
+        return knowledge_nodes(result, nodes, self.return_strips)
+
+    # -- prompts (LlamaIndex's PromptMixin) -------------------------------------------------------------
+    def _get_prompts(self) -> PromptDictType:
+        """`rewrite_prompt` (question -> search keywords) and, with the LLM judge, `judge_prompt`."""
+        prompts: PromptDictType = {"rewrite_prompt": PromptTemplate(self._corrector.rewriter.template)}
+        if isinstance(self._corrector.evaluator, LLMEvaluator):
+            prompts["judge_prompt"] = PromptTemplate(self._corrector.evaluator.prompt)
+        return prompts
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "rewrite_prompt" in prompts:
+            old = self._corrector.rewriter
+            self._corrector.rewriter = QueryRewriter(old.llm, template=prompts["rewrite_prompt"].get_template(),
+                                                     max_keywords=old.max_keywords)
+        if "judge_prompt" in prompts:
+            judge = self._corrector.evaluator
+            if not isinstance(judge, LLMEvaluator):
+                raise ValueError("judge_prompt applies only to evaluator='llm'")
+            judge.prompt = check_judge_prompt(prompts["judge_prompt"].get_template(), judge.mode)
 
     def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                            ) -> list[NodeWithScore]:

@@ -19,7 +19,7 @@ from llama_index.core.response_synthesizers import BaseSynthesizer, get_response
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from crag_shared import CorrectionResult
-from crag_shared.config import NO_KNOWLEDGE_ANSWER, result_metadata
+from crag_shared.records import NO_KNOWLEDGE_ANSWER, result_metadata
 
 from .postprocessor import CRAGPostprocessor
 
@@ -55,8 +55,12 @@ class CRAGQueryEngine(BaseQueryEngine):
     def crag(self) -> CRAGPostprocessor:
         return self._crag
 
+    @property
+    def retriever(self) -> BaseRetriever:
+        return self._retriever
+
     def _get_prompt_modules(self) -> PromptMixinType:
-        return {"response_synthesizer": self._synthesizer}
+        return {"crag": self._crag, "response_synthesizer": self._synthesizer}
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._crag.correct(self._retriever.retrieve(query_bundle), query_bundle)[0]
@@ -68,6 +72,12 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes, result = await self._crag.acorrect(await self._retriever.aretrieve(query_bundle), query_bundle)
+        return await self.arespond(query_bundle, nodes, result)
+
+    async def arespond(self, query_bundle: QueryBundle, nodes: list[NodeWithScore], result: CorrectionResult
+                       ) -> RESPONSE_TYPE:
+        """The answer from CRAG's knowledge nodes (or the no-knowledge answer), with CRAG's verdict in
+        `response.metadata["crag"]` (also the last step of `CRAGWorkflow`)."""
         if nodes:
             response = await self._synthesizer.asynthesize(query_bundle, nodes)
         else:

@@ -33,11 +33,11 @@ class WebSearchRetriever(BaseRetriever):
         super().__init__()
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self._corrector.correct(query_bundle.query_str, [])
+        result = self._corrector.correct(query_bundle.query_str, [])  # no passages: Incorrect, to the web
         emit(result)
         return knowledge_nodes(result, [], return_strips=True)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self._corrector.acorrect(query_bundle.query_str, [])
+        result = await self._corrector.acorrect(query_bundle.query_str, [])  # no passages: to the web
         await aemit(result)
         return knowledge_nodes(result, [], return_strips=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from crag_shared.text import content_terms
+from crag_shared.testing import hashing_vector
 
 
 class HashingEmbedding(BaseEmbedding):
@@ -26,12 +24,7 @@ class HashingEmbedding(BaseEmbedding):
         return "HashingEmbedding"
 
     def _vector(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for term in content_terms(text):
-            bucket = int(hashlib.md5(term.encode()).hexdigest()[:8], 16) % self.dim
-            vector[bucket] += 1.0
-        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-        return [v / norm for v in vector]
+        return hashing_vector(text, self.dim)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._vector(query)

@@ -1,7 +1,7 @@
 """CRAG in a LlamaIndex app, offline: python examples/llamaindex_quickstart.py
 
 A VectorStoreIndex over a small corpus (the one shipped with crag-shared's demo), an offline hashing
-embedding, recorded web pages (ReplayWebSearch) and three questions that trigger each CRAG action.
+embedding, recorded web pages (ReplaySearch) and three questions that trigger each CRAG action.
 LLM: OpenAI if OPENAI_API_KEY is set and llama-index-llms-openai is installed, Ollama if OLLAMA_HOST is
 set and llama-index-llms-ollama is installed; otherwise a clearly labelled offline stand-in that quotes
 the first knowledge line.
@@ -16,7 +16,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 
 from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine
 from crag_llamaindex.testing import HashingEmbedding, RuleLLM
-from crag_shared import ReplayWebSearch
+from crag_shared import ReplaySearch
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
 
 
@@ -43,7 +43,7 @@ def main() -> None:
     Settings.embed_model = HashingEmbedding()
     index = VectorStoreIndex.from_documents(
         [Document(text=p.text, id_=p.id, metadata={"title": p.title}) for p in corpus()])
-    web = ReplayWebSearch(recorded_web_path())  # in production: SerpAPISearch() with SERPAPI_API_KEY
+    web = ReplaySearch(recorded_web_path())  # in production: SerpAPISearch() with SERPAPI_API_KEY
     print(f"LLM: {llm_name}\n")
 
     # 1) the one-line addition to an existing query engine

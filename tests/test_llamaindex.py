@@ -22,8 +22,8 @@ from crag_llamaindex import (
     WebSearchRetriever,
 )
 from crag_llamaindex.testing import HashingEmbedding, RuleLLM
-from crag_shared.config import NO_KNOWLEDGE_ANSWER
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
+from crag_shared.records import NO_KNOWLEDGE_ANSWER
 
 CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}
@@ -46,7 +46,7 @@ def index(llm):
 
 @pytest.fixture
 def web():
-    return build_corrector().web_search  # ReplayWebSearch over the demo's recorded pages
+    return build_corrector().web_search  # ReplaySearch over the demo's recorded pages
 
 
 class Recorder(BaseEventHandler):
@@ -116,10 +116,11 @@ def test_strip_nodes_carry_provenance_and_source_relationship(index, web):
     assert internal and external
     by_id = {r.node.node_id: r for r in retrieved}
     for item in internal:
-        source = item.node.relationships[NodeRelationship.SOURCE]
-        original = by_id[source.node_id].node
+        chunk = item.node.relationships[NodeRelationship.PARENT]  # the chunk; SOURCE stays its Document
+        original = by_id[chunk.node_id].node
+        assert item.node.ref_doc_id == original.ref_doc_id is not None
         meta = item.node.metadata
-        assert meta["crag_source_id"] == source.node_id
+        assert meta["crag_source_id"] == chunk.node_id
         assert original.get_content()[meta["crag_start"]:meta["crag_end"]] == item.node.get_content()
         assert item.score == meta["crag_score"] and meta["title"] == original.metadata["title"]
     assert all(n.node.metadata["url"].startswith("https://en.wikipedia.org/") for n in external)
