@@ -6,7 +6,8 @@ Without the import, allow it yourself: `HAYSTACK_DESERIALIZATION_ALLOWLIST="crag
 `Pipeline.loads(yaml, allowed_modules=["crag_haystack"])`.
 """
 
-from .components import CRAG, KnowledgeRefiner, QueryRewriter, RecordedWebSearch, RetrievalEvaluator, SerpAPIWebSearch
+from .components import CRAG, KnowledgeRefiner, ReplayWebSearch, RetrievalRouter, SearchQueryRewriter, SerpAPIWebSearch
+from .embedding import embedding_evaluator
 from .llm import HaystackChatLLM
 from .pipeline import build_crag_pipeline
 
@@ -17,5 +18,14 @@ except ImportError:  # pragma: no cover - Haystack 2.x
 else:
     allow_deserialization_module("crag_haystack")
 
-__all__ = ["CRAG", "HaystackChatLLM", "KnowledgeRefiner", "QueryRewriter", "RecordedWebSearch", "RetrievalEvaluator",
-           "SerpAPIWebSearch", "build_crag_pipeline"]
+__all__ = [
+    "CRAG",
+    "HaystackChatLLM",
+    "KnowledgeRefiner",
+    "ReplayWebSearch",
+    "RetrievalRouter",
+    "SearchQueryRewriter",
+    "SerpAPIWebSearch",
+    "build_crag_pipeline",
+    "embedding_evaluator",
+]

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from haystack.dataclasses import ChatMessage
+
+
+@runtime_checkable
+class ChatGenerator(Protocol):
+    """What crag needs of a Haystack chat generator: `run(messages=[ChatMessage]) -> {"replies": [...]}`."""
+
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]: ...
 
 
 class HaystackChatLLM:
     """Sends the prompt as one user message and returns the first reply's text."""
 
-    def __init__(self, chat_generator: Any) -> None:
+    def __init__(self, chat_generator: ChatGenerator) -> None:
+        if not isinstance(chat_generator, ChatGenerator):
+            raise TypeError(f"chat_generator must be a Haystack chat generator (run(messages=...)), "
+                            f"got {type(chat_generator).__name__}")
         self.chat_generator = chat_generator
 
     def complete(self, prompt: str) -> str:
@@ -26,7 +36,7 @@ class HaystackChatLLM:
         return await asyncio.to_thread(self.complete, prompt)
 
 
-def as_llm(chat_generator: Any | None) -> HaystackChatLLM | None:
+def as_llm(chat_generator: ChatGenerator | None) -> HaystackChatLLM | None:
     return HaystackChatLLM(chat_generator) if chat_generator is not None else None
 
 

@@ -1,14 +1,16 @@
-"""to_dict/from_dict helpers for components that hold other components (generators, web search)."""
+"""to_dict/from_dict helpers for components that hold other components (generators, web search).
 
-from __future__ import annotations
+Haystack's own `component_to_dict` / `component_from_dict` do the work, so a nested component without
+`to_dict` (a user's generator) serializes the way Haystack serializes it inside a pipeline.
+"""
 
 from typing import Any
 
-from haystack.core.serialization import component_from_dict, import_class_by_name
+from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
 
-def nested_to_dict(value: Any) -> dict[str, Any] | None:
-    return value.to_dict() if value is not None else None
+def nested_to_dict(value: Any, name: str) -> dict[str, Any] | None:
+    return component_to_dict(value, name) if value is not None else None
 
 
 def nested_from_dict_inplace(init_parameters: dict[str, Any], key: str) -> None:

@@ -1,12 +1,13 @@
 """An offline stand-in chat generator for Haystack examples and tests (works on Haystack 2 and 3)."""
 
-from __future__ import annotations
-
 import re
+from dataclasses import replace
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
+
+from crag_shared.testing import hashing_vector
 
 LABEL = "[offline stand-in generator]"
 
@@ -44,3 +45,43 @@ class ExtractiveChatGenerator:
     @component.output_types(replies=list[ChatMessage])
     async def run_async(self, messages: list[ChatMessage]) -> dict[str, Any]:
         return self.run(messages)
+
+
+@component
+class HashingTextEmbedder:
+    """An offline text embedder (feature hashing) with the interface of Haystack's text embedders."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, dim=self.dim)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HashingTextEmbedder":
+        return default_from_dict(cls, data)
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict[str, Any]:
+        return {"embedding": hashing_vector(text, self.dim)}
+
+
+@component
+class HashingDocumentEmbedder:
+    """The document-embedder counterpart of `HashingTextEmbedder`: fills `Document.embedding`."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.calls = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, dim=self.dim)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HashingDocumentEmbedder":
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        self.calls += 1
+        return {"documents": [replace(d, embedding=hashing_vector(d.content or "", self.dim)) for d in documents]}

@@ -1,7 +1,7 @@
 """CRAG in a Haystack pipeline, offline: python examples/haystack_pipeline.py
 
 InMemoryDocumentStore + InMemoryBM25Retriever over a small corpus (the one shipped with crag-shared's
-demo), recorded web pages (RecordedWebSearch) and three questions that trigger each CRAG action.
+demo), recorded web pages (ReplayWebSearch) and three questions that trigger each CRAG action.
 Generator: OpenAIChatGenerator if OPENAI_API_KEY is set, OllamaChatGenerator if OLLAMA_HOST is set and
 ollama-haystack is installed; otherwise a clearly labelled offline stand-in that quotes the first
 knowledge line.
@@ -17,7 +17,7 @@ from haystack import Document
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from crag_haystack import RecordedWebSearch, build_crag_pipeline
+from crag_haystack import ReplayWebSearch, build_crag_pipeline
 from crag_haystack.testing import ExtractiveChatGenerator
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
 
@@ -41,7 +41,7 @@ def main() -> None:
     store = InMemoryDocumentStore()
     store.write_documents([Document(content=p.text, id=p.id, meta={"title": p.title}) for p in corpus()])
     generator, name = pick_generator()
-    web = RecordedWebSearch(str(recorded_web_path()))  # in production: SerpAPIWebSearch() + SERPAPI_API_KEY
+    web = ReplayWebSearch(str(recorded_web_path()))  # in production: SerpAPIWebSearch() + SERPAPI_API_KEY
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web)
     print(f"Generator: {name}\n")
     for question in QUESTIONS:

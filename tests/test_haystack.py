@@ -8,24 +8,26 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("haystack")
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, component
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.components.routers import ConditionalRouter
+from haystack.dataclasses import ChatMessage
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.utils import Secret
 
 from crag_haystack import (
     CRAG,
     KnowledgeRefiner,
-    QueryRewriter,
-    RecordedWebSearch,
-    RetrievalEvaluator,
+    ReplayWebSearch,
+    RetrievalRouter,
+    SearchQueryRewriter,
     SerpAPIWebSearch,
     build_crag_pipeline,
 )
@@ -46,7 +48,7 @@ def store():
 
 @pytest.fixture
 def recorded():
-    return RecordedWebSearch(str(recorded_web_path()))
+    return ReplayWebSearch(str(recorded_web_path()))
 
 
 def docs(*texts):
@@ -63,17 +65,19 @@ def round_trip(component):
 def test_evaluator_routes_to_exactly_one_socket_and_copies():
     documents = docs("The Golden Gate Bridge opened in May 1937.", "Bees live in colonies.")
     before = [(d.score, dict(d.meta)) for d in documents]
-    out = RetrievalEvaluator().run(query=CORRECT_Q, documents=documents)
+    out = RetrievalRouter().run(query=CORRECT_Q, documents=documents)
     assert out["action"] == "correct" and "incorrect" not in out and "ambiguous" not in out
     assert "web_query" not in out  # no web branch for Correct
-    assert [d.meta["crag_score"] for d in out["correct"]] == out["scores"] == [d.score for d in out["correct"]]
+    routed = out["correct"] + out["discarded"]  # the Bees passage scores below lower: not refined
+    assert [d.meta["crag_score"] for d in routed] == out["scores"] == [d.score for d in routed]
+    assert [d.content for d in out["correct"]] == [documents[0].content]
     assert [(d.score, dict(d.meta)) for d in documents] == before  # the user's documents are untouched
-    off = RetrievalEvaluator().run(query=INCORRECT_Q, documents=documents)
+    off = RetrievalRouter().run(query=INCORRECT_Q, documents=documents)
     assert off["action"] == "incorrect" and off["web_query"] == INCORRECT_Q and len(off["incorrect"]) == 2
 
 
 def test_evaluator_thresholds_and_serialization():
-    evaluator = round_trip(RetrievalEvaluator(upper=0.9, lower=-0.2))
+    evaluator = round_trip(RetrievalRouter(upper=0.9, lower=-0.2))
     assert (evaluator.upper, evaluator.lower) == (0.9, -0.2)
     out = evaluator.run(query=CORRECT_Q, documents=docs("The Golden Gate Bridge opened in May 1937."))
     assert out["action"] == "ambiguous"  # 0.6 is below the stricter upper threshold
@@ -83,21 +87,21 @@ def test_evaluator_thresholds_and_serialization():
 def test_refiner_emits_strips_with_provenance():
     source = Document(content="The bridge opened in 1937. " * 3 + "Bees live in colonies with a queen.",
                       meta={"title": "GG", "file_path": "gg.txt"})
-    refiner = round_trip(KnowledgeRefiner(mode="fixed_num", top_k=2))
+    refiner = round_trip(KnowledgeRefiner(refine_mode="fixed_num", strip_top_k=2))
     strips = refiner.run(query="When did the bridge open?", documents=[source])["documents"]
     assert strips and all(s.meta["crag_source_id"] == source.id for s in strips)
     for strip in strips:
         assert source.content[strip.meta["crag_start"]:strip.meta["crag_end"]] == strip.content
         assert strip.meta["file_path"] == "gg.txt" and strip.meta["crag_origin"] == "internal"
-    web = KnowledgeRefiner(mode="selection", origin="web").run(query="bridge", documents=docs("the bridge"))
+    web = KnowledgeRefiner(refine_mode="selection", origin="web").run(query="bridge", documents=docs("the bridge"))
     assert web["documents"][0].meta["crag_origin"] == "web"
 
 
 def test_rewriter_with_generator_without_and_failing():
-    rewriter = round_trip(QueryRewriter(chat_generator=ExtractiveChatGenerator()))
+    rewriter = round_trip(SearchQueryRewriter(chat_generator=ExtractiveChatGenerator()))
     assert isinstance(rewriter.chat_generator, ExtractiveChatGenerator)
     assert rewriter.run(query=INCORRECT_Q) == {"search_query": "capital, Mongolia", "method": "llm", "note": ""}
-    assert QueryRewriter().run(query=INCORRECT_Q)["method"] == "keywords"
+    assert SearchQueryRewriter().run(query=INCORRECT_Q)["method"] == "keywords"
 
     from haystack import component
     from haystack.dataclasses import ChatMessage
@@ -108,7 +112,7 @@ def test_rewriter_with_generator_without_and_failing():
         def run(self, messages: list[ChatMessage]):
             raise ConnectionError("generator down")
 
-    out = QueryRewriter(chat_generator=Broken()).run(query=INCORRECT_Q)
+    out = SearchQueryRewriter(chat_generator=Broken()).run(query=INCORRECT_Q)
     assert out["search_query"] == "capital, Mongolia" and "generator down" in out["note"]
 
 
@@ -136,20 +140,21 @@ def test_serpapi_component_failures_are_outputs(fake_web, monkeypatch, fault):
         assert out["issues"][0].startswith("web search failed")
 
 
-def test_missing_key_fails_at_construction_and_secrets_never_serialize(monkeypatch):
+def test_missing_key_fails_at_warm_up_and_secrets_never_serialize(monkeypatch):
     monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
+    search = SerpAPIWebSearch()  # building, drawing, validating and loading need no key
     with pytest.raises(ValueError, match="SERPAPI_API_KEY"):
-        SerpAPIWebSearch()
+        search.warm_up()
     monkeypatch.setenv("SERPAPI_API_KEY", "sk-top-secret")
-    for component in (SerpAPIWebSearch(), CRAG(web_search=SerpAPIWebSearch())):
-        assert "sk-top-secret" not in json.dumps(component.to_dict())
+    for built in (SerpAPIWebSearch(), CRAG(web_search=SerpAPIWebSearch())):
+        assert "sk-top-secret" not in json.dumps(built.to_dict())
     with pytest.raises(Exception, match=r"[Cc]annot serialize|token"):
         SerpAPIWebSearch(api_key=Secret.from_token("sk-top-secret")).to_dict()
 
 
 def test_crag_component_sync_and_async(recorded):
     crag = round_trip(CRAG(web_search=recorded, upper=0.2))
-    assert isinstance(crag.web_search, RecordedWebSearch)
+    assert isinstance(crag.web_search, ReplayWebSearch)
     out = crag.run(query=INCORRECT_Q, documents=docs("Bees live in colonies."))
     assert out["action"] == "incorrect" and out["documents"][0].meta["url"].endswith("/Ulaanbaatar")
     assert out["crag"]["rewritten_query"] == "capital, Mongolia" and out["crag"]["trace"]["steps"]
@@ -199,7 +204,7 @@ def test_yaml_round_trip_still_runs(store, recorded):
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=recorded)
     yaml = pipeline.dumps()
-    assert "crag_haystack.components.retrieval_evaluator.RetrievalEvaluator" in yaml
+    assert "crag_haystack.components.retrieval_router.RetrievalRouter" in yaml
     loaded = Pipeline.loads(yaml)
     result = loaded.run({"query": INCORRECT_Q})
     assert result["evaluator"]["action"] == "incorrect" and "Ulaanbaatar" in result["generator"]["replies"][0].text
@@ -227,14 +232,14 @@ def test_yaml_loading_needs_only_the_import(tmp_path, recorded):
 
 def test_conditional_router_on_the_evaluator_action(store):
     routes = [
-        {"condition": "{{ action == 'correct' }}", "output": "documents", "output_name": "trusted",
-         "output_type": list[Document], "output_passthrough": True},
+        {"condition": "{{ action == 'correct' }}", "output": "{{ documents }}", "output_name": "trusted",
+         "output_type": list[Document]},
         {"condition": "{{ True }}", "output": "{{ query }}", "output_name": "needs_web", "output_type": str},
     ]
     pipeline = Pipeline()
     pipeline.add_component("retriever", InMemoryBM25Retriever(store, top_k=3))
-    pipeline.add_component("evaluator", RetrievalEvaluator())
-    pipeline.add_component("router", ConditionalRouter(routes=routes))
+    pipeline.add_component("evaluator", RetrievalRouter())
+    pipeline.add_component("router", ConditionalRouter(routes=routes, unsafe=True))  # Documents out, on 2.20 too
     pipeline.connect("retriever.documents", "evaluator.documents")
     pipeline.connect("retriever.documents", "router.documents")
     pipeline.connect("evaluator.action", "router.action")
@@ -254,3 +259,130 @@ def test_example_runs_offline():
     assert "OFFLINE STAND-IN" in run.stdout
     for action in ("action: correct", "action: ambiguous", "action: incorrect"):
         assert action in run.stdout
+
+
+def test_zero_results_are_named_in_issues_and_fall_back(recorded):
+    out = recorded.run(query="zzzz qqqq", fallback_documents=docs("kept when the web finds nothing"))
+    assert out["documents"] == [] and out["issues"] == ["web search returned no results"]
+    assert out["fallback"][0].meta["crag_fallback"] == "web search returned no results"
+
+
+# -- Haystack fidelity -----------------------------------------------------------------------------------
+@component
+class NoToDictGen:
+    """A user's chat generator without to_dict: Haystack serializes it from its init parameters."""
+
+    def __init__(self, prefix: str = "gen") -> None:
+        self.prefix = prefix
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict:
+        return {"replies": [ChatMessage.from_assistant(f"{self.prefix}: keywords")]}
+
+
+def test_nested_components_without_to_dict_serialize(store):
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store, top_k=3))
+    pipeline.add_component("crag", CRAG(chat_generator=NoToDictGen(prefix="mine")))
+    pipeline.add_component("rewriter", SearchQueryRewriter(chat_generator=NoToDictGen()))
+    pipeline.connect("retriever.documents", "crag.documents")
+    yaml = pipeline.dumps()
+    assert "NoToDictGen" in yaml and "prefix: mine" in yaml
+    loaded = Pipeline.loads(yaml, **({"allowed_modules": ["test_haystack"]} if HAYSTACK_3 else {}))
+    assert loaded.get_component("crag").chat_generator.prefix == "mine"
+
+
+def test_a_saved_pipeline_loads_without_the_key(store, monkeypatch):
+    monkeypatch.setenv("SERPAPI_API_KEY", "sk-for-building")
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=SerpAPIWebSearch())
+    yaml = pipeline.dumps()
+    monkeypatch.delenv("SERPAPI_API_KEY")
+    loaded = Pipeline.loads(yaml)
+    assert isinstance(loaded.get_component("web_search"), SerpAPIWebSearch) and "sk-for-building" not in yaml
+
+
+def test_fallbacks_and_zero_results_are_logged(recorded, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        recorded.run(query="zzzz qqqq")
+        CRAG(web_search=recorded).run(query="zzzz qqqq", documents=docs("Bees live in colonies."))
+    logged = [r.getMessage() for r in caplog.records if r.name == "crag_haystack"]
+    assert "ReplayWebSearch: web search returned no results" in logged
+    assert any(m.startswith("CRAG: CRAG fallback in web_search: web search returned no results") for m in logged)
+
+
+def test_raise_on_failure(tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"query": "q", "results": [{"title": "t", "url": "u", "text": "x"}]}\n')
+    search = ReplayWebSearch(str(broken), raise_on_failure=True)
+    search._provider = type("Failing", (), {"search": lambda self, q, k: 1 / 0})()
+    with pytest.raises(ZeroDivisionError):
+        search.run(query="anything")
+    search.raise_on_failure = False
+    assert "ZeroDivisionError" in search.run(query="anything")["issues"][0]
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_passes_documents_through_like_a_ranker(recorded, query, caplog):
+    documents = docs("Bees live in colonies.")
+    assert RetrievalRouter().run(query=query, documents=documents)["correct"] == documents
+    assert KnowledgeRefiner().run(query=query, documents=documents)["documents"] == documents
+    assert CRAG(web_search=recorded).run(query=query, documents=documents)["documents"] == documents
+    assert recorded.run(query=query, fallback_documents=documents)["fallback"] == documents
+    assert any("empty query" in r.getMessage() for r in caplog.records)
+
+
+def test_a_core_provider_is_accepted_by_crag(tmp_path):
+    from crag_shared import ReplaySearch
+
+    crag = CRAG(web_search=ReplaySearch(recorded_web_path()), upper=0.2)
+    out = crag.run(query=INCORRECT_Q, documents=docs("Bees live in colonies."))
+    assert out["action"] == "incorrect" and out["documents"][0].meta["url"].endswith("/Ulaanbaatar")
+    with pytest.raises(TypeError, match="cannot be saved"):
+        crag.to_dict()
+    with pytest.raises(TypeError, match="web-search component or a crag_shared provider"):
+        CRAG(web_search=object())
+
+
+def test_run_time_top_k_and_thresholds():
+    documents = docs("The Golden Gate Bridge opened in May 1937. It spans the Golden Gate strait. It is red.")
+    refiner = KnowledgeRefiner(refine_mode="fixed_num")
+    assert len(refiner.run(query=CORRECT_Q, documents=documents, strip_top_k=1)["documents"]) == 1
+    router = RetrievalRouter()
+    assert router.run(query=CORRECT_Q, documents=documents)["action"] == "correct"
+    assert router.run(query=CORRECT_Q, documents=documents, upper=1.0, lower=0.99)["action"] == "incorrect"
+
+
+def test_a_non_generator_is_refused():
+    with pytest.raises(TypeError, match="chat generator"):
+        SearchQueryRewriter(chat_generator="gpt-4")
+
+
+def test_readme_haystack_snippets_run(store, capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Haystack quickstart", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
+    assert len(blocks) == 3
+    for block in blocks:  # each snippet stands alone, given a store and a generator
+        namespace = {"store": store, "chat_generator": ExtractiveChatGenerator()}
+        exec(compile(textwrap.dedent(block), "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("ambiguous") and printed[1].startswith("incorrect")
+    assert "needs_web" in printed[2]
+
+
+def test_async_warm_up_and_close(recorded):
+    closed = []
+
+    class ClosingGenerator(ExtractiveChatGenerator):
+        def close(self):
+            closed.append("sync")
+
+    crag = CRAG(web_search=recorded, chat_generator=ClosingGenerator())
+    asyncio.run(crag.warm_up_async())
+    assert crag._corrector.web_search is recorded.provider
+    crag.close()
+    asyncio.run(crag.close_async())
+    assert closed == ["sync", "sync"]

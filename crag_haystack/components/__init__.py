@@ -1,10 +1,15 @@
 """Haystack components of crag, one per file."""
-
 from .crag import CRAG
 from .knowledge_refiner import KnowledgeRefiner
-from .query_rewriter import QueryRewriter
-from .retrieval_evaluator import RetrievalEvaluator
-from .web_search import RecordedWebSearch, SerpAPIWebSearch
+from .retrieval_router import RetrievalRouter
+from .search_query_rewriter import SearchQueryRewriter
+from .web_search import ReplayWebSearch, SerpAPIWebSearch
 
-__all__ = ["CRAG", "KnowledgeRefiner", "QueryRewriter", "RecordedWebSearch", "RetrievalEvaluator",
-           "SerpAPIWebSearch"]
+__all__ = [
+           "CRAG",
+           "KnowledgeRefiner",
+           "ReplayWebSearch",
+           "RetrievalRouter",
+           "SearchQueryRewriter",
+           "SerpAPIWebSearch",
+]

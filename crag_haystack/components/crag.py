@@ -1,62 +1,132 @@
 """CRAG: the whole corrective step as one drop-in component (query + documents → refined knowledge)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared import CorrectionResult, CRAGConfig
-from crag_shared.config import result_metadata
+from crag_shared import CorrectionResult, CRAGConfig, WebSearch
+from crag_shared.records import result_metadata
 
 from ..convert import strip_document, to_passage
-from ..llm import as_llm, warm_up_all
+from ..embedding import evaluator_for
+from ..lifecycle import Lifecycle
+from ..llm import ChatGenerator, as_llm, warm_up_all
+from ..logs import log_fallbacks, unusable_query
 from ..serialization import nested_from_dict_inplace, nested_to_dict
+from .web_search import _WebSearchComponent
+
+OUTPUTS = {"documents": list[Document], "action": str, "scores": list[float], "crag": dict}
 
 
 @component
-class CRAG:
-    """Runs Algorithm 1 of the paper between your retriever and your prompt builder.
+class CRAG(Lifecycle):
+    """Runs Algorithm 1 of the paper between your retriever and your prompt builder: `Corrector.correct`.
 
     Outputs `documents` (the knowledge strips as Documents with provenance meta), `action`, `scores` and
-    `crag` (the summary plus the full trace, including every fallback). Settings are the `CRAGConfig`
-    fields as keywords: `evaluator`, `upper`, `lower`, `thresholds_path`, `refine_mode`, `strip_top_k`,
-    `strip_threshold`, `web_top_k`, `on_web_failure`, `score_titles`. `web_search` is one of this
-    package's web components (searched only for Incorrect/Ambiguous); `chat_generator` rewrites queries
-    and judges when `evaluator="llm"`.
+    `crag` (the summary plus the full trace, including every fallback, each also logged on Haystack's
+    logger). An empty query cannot be judged: as Haystack's rankers do, the documents then pass through
+    unchanged, with a warning.
     """
 
-    def __init__(self, web_search: Any | None = None, chat_generator: Any | None = None, **settings: Any) -> None:
-        self.config = CRAGConfig.from_dict(settings)
+    def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
+                 chat_generator: ChatGenerator | None = None, *, evaluator: str = "lexical",
+                 upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
+                 refine_mode: str = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
+                 web_top_k: int = 5, on_web_failure: str = "keep", score_titles: bool = False,
+                 web_refine_mode: str = "selection", max_keywords: int = 3,
+                 fallback_evaluator: str | None = "lexical", text_embedder: Any | None = None,
+                 document_embedder: Any | None = None) -> None:
+        """
+        :param web_search: a web-search component of this package (`SerpAPIWebSearch`, `ReplayWebSearch`)
+            or any crag_shared provider (`SerpAPISearch`, `ReplaySearch`, ...); searched only for
+            Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
+        :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
+        :param evaluator: "lexical", "t5:PATH", "cross-encoder:PATH", "onnx:PATH" or "llm".
+        :param upper: Correct when any score is at least this; default: the evaluator's own.
+        :param lower: Incorrect when every score is below this; default: the evaluator's own.
+        :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
+        :param refine_mode: how retrieved documents are cut into strips ("excerption", "fixed_num", "selection").
+        :param strip_top_k: strips kept per refinement.
+        :param strip_threshold: strips scoring below this are dropped.
+        :param web_top_k: result pages fetched per search.
+        :param on_web_failure: "keep" (Incorrect keeps the retrieved documents' best strips, flagged) or "drop".
+        :param score_titles: score "title: text" when a document has a title its text does not start with.
+        :param web_refine_mode: how web paragraphs are refined ("selection", as in the paper).
+        :param max_keywords: at most this many search keywords.
+        :param fallback_evaluator: the evaluator spec used when the evaluator fails at run time (None: raise).
+        :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
+        :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
+        """
+        self.config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
+                                 refine_mode=refine_mode, strip_top_k=strip_top_k, strip_threshold=strip_threshold,
+                                 web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
+                                 web_refine_mode=web_refine_mode, max_keywords=max_keywords,
+                                 fallback_evaluator=fallback_evaluator)
+        if web_search is not None and not isinstance(web_search, (_WebSearchComponent, WebSearch)):
+            raise TypeError("web_search must be a crag_haystack web-search component or a crag_shared provider, "
+                            f"got {type(web_search).__name__}")
         self.web_search = web_search
         self.chat_generator = chat_generator
-        llm = as_llm(chat_generator)
-        self._corrector = self.config.build(llm=llm, web_search=web_search.provider if web_search else None)
+        self.text_embedder = text_embedder
+        self.document_embedder = document_embedder
+        self._corrector = self.config.build(llm=as_llm(chat_generator),
+                                            evaluator=evaluator_for(self.config, text_embedder, document_embedder))
+        self._ready = False
 
     def warm_up(self) -> None:
-        warm_up_all(self._corrector.evaluator, self.chat_generator)
+        """Load the evaluator's model, warm up the generator, and build the web search (resolving its secret)."""
+        warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
+        if isinstance(self.web_search, _WebSearchComponent):
+            self._corrector.web_search = self.web_search.provider
+        else:
+            self._corrector.web_search = self.web_search
+        self._ready = True
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, web_search=nested_to_dict(self.web_search),
-                               chat_generator=nested_to_dict(self.chat_generator), **self.config.to_dict())
+        if self.web_search is not None and not isinstance(self.web_search, _WebSearchComponent):
+            raise TypeError(f"CRAG(web_search={type(self.web_search).__name__}(...)) cannot be saved: pass a "
+                            "crag_haystack web-search component (SerpAPIWebSearch, ReplayWebSearch) to serialize")
+        return default_to_dict(self, web_search=nested_to_dict(self.web_search, "web_search"),
+                               chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
+                               text_embedder=nested_to_dict(self.text_embedder, "text_embedder"),
+                               document_embedder=nested_to_dict(self.document_embedder, "document_embedder"),
+                               **self.config.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
-        for key in ("web_search", "chat_generator"):
+        for key in ("web_search", "chat_generator", "text_embedder", "document_embedder"):
             nested_from_dict_inplace(data["init_parameters"], key)
         return cls(**data["init_parameters"])
 
     @staticmethod
     def _outputs(result: CorrectionResult) -> dict[str, Any]:
+        log_fallbacks("CRAG", result.fallbacks)
         documents = [strip_document(s, result.passages, result) for s in result.internal]
         documents += [strip_document(s, [], result) for s in result.external]
         return {"documents": documents, "action": result.action.value, "scores": list(result.scores),
                 "crag": result_metadata(result)}
 
-    @component.output_types(documents=list[Document], action=str, scores=list[float], crag=dict)
+    @staticmethod
+    def _unjudged(documents: list[Document]) -> dict[str, Any]:
+        return {"documents": list(documents), "action": "correct", "scores": [], "crag": {"skipped": "empty query"}}
+
+    @component.output_types(**OUTPUTS)
     def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
+        """
+        :param query: the question the documents were retrieved for.
+        :param documents: the retrieved documents.
+        """
+        if unusable_query("CRAG", query):
+            return self._unjudged(documents)
+        if not self._ready:
+            self.warm_up()
         return self._outputs(self._corrector.correct(query, [to_passage(d) for d in documents]))
 
-    @component.output_types(documents=list[Document], action=str, scores=list[float], crag=dict)
+    @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, documents: list[Document]) -> dict[str, Any]:
+        """Async `run`: model inference off the event loop; Ambiguous refines while it searches."""
+        if unusable_query("CRAG", query):
+            return self._unjudged(documents)
+        if not self._ready:
+            self.warm_up()
         return self._outputs(await self._corrector.acorrect(query, [to_passage(d) for d in documents]))

@@ -1,67 +1,103 @@
 """KnowledgeRefiner: documents → the few knowledge strips that matter for the query."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared import Corrector, CRAGConfig, StripRefiner
+from crag_shared import CRAGConfig, Refinement
 
 from ..convert import strip_document, to_passage
-from ..llm import as_llm, warm_up_all
+from ..embedding import evaluator_for
+from ..lifecycle import Lifecycle
+from ..llm import ChatGenerator, as_llm, warm_up_all
+from ..logs import log_fallbacks, unusable_query
 from ..serialization import nested_from_dict_inplace, nested_to_dict
 
 
 @component
-class KnowledgeRefiner:
-    """Decompose → filter → recompose (paper section 4.4), as a component.
+class KnowledgeRefiner(Lifecycle):
+    """Decompose → filter → recompose (paper section 4.4), as a component: a thin call to `Corrector.refine`.
 
-    `mode` is "excerption" (sentence groups), "fixed_num" (50-word windows) or "selection" (whole
-    documents, the right mode for web page paragraphs). At most `top_k` strips scoring at least
-    `threshold` are kept, in original order. Each output Document keeps its source's meta and adds
-    `crag_score`, `crag_origin` (`origin`), `crag_source_id`, `crag_position`, `crag_start`/`crag_end`.
-    `evaluator` is a spec as in RetrievalEvaluator ("llm" judges with `chat_generator`).
+    Each output Document keeps its source's meta and adds `crag_score`, `crag_origin`, `crag_source_id`,
+    `crag_position`, `crag_start`/`crag_end`. An empty query cannot be refined against: as Haystack's
+    rankers do, the documents then pass through unchanged, with a warning.
     """
 
-    def __init__(self, evaluator: str = "lexical", mode: Literal["fixed_num", "excerption", "selection"] = "excerption",
-                 top_k: int = 5, threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
-                 score_titles: bool = False, chat_generator: Any | None = None) -> None:
+    def __init__(self, evaluator: str = "lexical",
+                 refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption", strip_top_k: int = 5,
+                 strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
+                 score_titles: bool = False, chat_generator: ChatGenerator | None = None,
+                 text_embedder: Any | None = None, document_embedder: Any | None = None) -> None:
+        """
+        :param evaluator: a spec as in `RetrievalRouter`; components naming one model share it.
+        :param refine_mode: "excerption" (sentence groups), "fixed_num" (50-word windows) or "selection"
+            (whole documents, the right mode for web page paragraphs).
+        :param strip_top_k: at most this many strips are kept, in original order.
+        :param strip_threshold: strips scoring below this are dropped.
+        :param origin: "web" marks the strips as web knowledge (`crag_origin`).
+        :param score_titles: score "title: text" when a document has a title its text does not start with.
+        :param chat_generator: a Haystack chat generator, for `evaluator="llm"`.
+        :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
+        :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
+        """
         if origin not in ("internal", "web"):
             raise ValueError(f"origin must be 'internal' or 'web', got {origin!r}")
         self.evaluator = evaluator
-        self.mode = mode
-        self.top_k = top_k
-        self.threshold = threshold
+        self.refine_mode = refine_mode
+        self.strip_top_k = strip_top_k
+        self.strip_threshold = strip_threshold
         self.origin = origin
         self.score_titles = score_titles
         self.chat_generator = chat_generator
-        llm = as_llm(chat_generator)
-        refiner = StripRefiner(mode, top_k=top_k, threshold=threshold)
-        self._corrector = Corrector(evaluator=CRAGConfig(evaluator=evaluator).make_evaluator(llm), refiner=refiner,
-                                    web_refiner=refiner, score_titles=score_titles)
+        config = CRAGConfig(evaluator=evaluator, refine_mode=refine_mode, web_refine_mode=refine_mode,
+                            strip_top_k=strip_top_k, strip_threshold=strip_threshold, score_titles=score_titles)
+        self.text_embedder = text_embedder
+        self.document_embedder = document_embedder
+        self._corrector = config.build(llm=as_llm(chat_generator),
+                                       evaluator=evaluator_for(config, text_embedder, document_embedder))
 
     def warm_up(self) -> None:
-        warm_up_all(self._corrector.evaluator, self.chat_generator)
+        """Load the evaluator's model (once per process for each model) and warm up the chat generator."""
+        warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, evaluator=self.evaluator, mode=self.mode, top_k=self.top_k,
-                               threshold=self.threshold, origin=self.origin, score_titles=self.score_titles,
-                               chat_generator=nested_to_dict(self.chat_generator))
+        return default_to_dict(self, evaluator=self.evaluator, refine_mode=self.refine_mode,
+                               strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
+                               score_titles=self.score_titles,
+                               chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
+                               text_embedder=nested_to_dict(self.text_embedder, "text_embedder"),
+                               document_embedder=nested_to_dict(self.document_embedder, "document_embedder"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KnowledgeRefiner":
-        nested_from_dict_inplace(data["init_parameters"], "chat_generator")
+        for key in ("chat_generator", "text_embedder", "document_embedder"):
+            nested_from_dict_inplace(data["init_parameters"], key)
         return cls(**data["init_parameters"])
 
-    @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
+    def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:
+        log_fallbacks("KnowledgeRefiner", refinement.trace.fallbacks)
         passages = [to_passage(d) for d in documents]
-        refinement = self._corrector.refine(query, passages, web=self.origin == "web")
         return {"documents": [strip_document(s, passages) for s in refinement.strips]}
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, query: str, documents: list[Document]) -> dict[str, Any]:
-        passages = [to_passage(d) for d in documents]
-        refinement = await self._corrector.arefine(query, passages, web=self.origin == "web")
-        return {"documents": [strip_document(s, passages) for s in refinement.strips]}
+    def run(self, query: str, documents: list[Document], strip_top_k: int | None = None) -> dict[str, Any]:
+        """
+        :param query: the question the strips are judged against.
+        :param documents: the documents to refine.
+        :param strip_top_k: this run's number of strips to keep (default: the component's).
+        """
+        if unusable_query("KnowledgeRefiner", query):
+            return {"documents": list(documents)}
+        refinement = self._corrector.refine(query, [to_passage(d) for d in documents], web=self.origin == "web",
+                                            top_k=strip_top_k)
+        return self._outputs(refinement, documents)
+
+    @component.output_types(documents=list[Document])
+    async def run_async(self, query: str, documents: list[Document], strip_top_k: int | None = None
+                        ) -> dict[str, Any]:
+        """Async `run`: model inference runs off the event loop."""
+        if unusable_query("KnowledgeRefiner", query):
+            return {"documents": list(documents)}
+        refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],
+                                                   web=self.origin == "web", top_k=strip_top_k)
+        return self._outputs(refinement, documents)

@@ -1,69 +1,105 @@
 """Web search components: search → fetched page paragraphs as Documents. Failures are outputs, not raises."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from crag_shared import ReplayWebSearch
+from crag_shared import ReplaySearch
+from crag_shared.corrector import read_search
+from crag_shared.rewrite import Rewrite
 from crag_shared.types import WebSearchResponse
 from crag_shared.web import PageFetcher, SerpAPISearch, WebSearch
-from crag_shared.web.base import response_passages
 
 from ..convert import passage_document
+from ..lifecycle import Lifecycle
+from ..logs import logger, unusable_query
+
+OUTPUTS = {"documents": list[Document], "links": list[str], "issues": list[str], "fallback": list[Document]}
 
 
-class _WebSearchComponent:
-    """Shared run logic; subclasses set `self._provider` (a crag_shared `WebSearch`) and `self.top_k`.
+class _WebSearchComponent(Lifecycle):
+    """Shared run logic; subclasses build their crag_shared provider in `_build()` (called by `warm_up`).
 
+    The answer is read by the core's `read_search`, exactly as `Corrector.search` reads it.
     Outputs: `documents` (one per page paragraph, or the snippets when no page yielded text, flagged
-    `crag_snippet`), `links`, `issues` (each failed page, or why the search failed) and `fallback`:
-    when the search fails or finds nothing, the `fallback_documents` you passed in (e.g. the retrieved
-    documents judged Incorrect), flagged with `crag_fallback`, so the pipeline never loses them silently.
+    `crag_snippet`), `links`, `issues` (each failed page, and why there is no web knowledge: the
+    search failed, returned no results or no text) and `fallback`: when the search fails or finds
+    nothing, the `fallback_documents` you passed in (e.g. the retrieved documents judged Incorrect),
+    flagged with `crag_fallback`, so the pipeline never loses them silently. Every issue is logged on
+    Haystack's logger. With `raise_on_failure=True` a failed search raises instead.
     """
 
-    _provider: WebSearch
     top_k: int
+    raise_on_failure: bool
+    _provider: WebSearch | None = None
+
+    def _build(self) -> WebSearch:
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Build the provider; secrets are resolved here, so a pipeline loads and draws without them."""
+        if self._provider is None:
+            self._provider = self._build()
 
     @property
     def provider(self) -> WebSearch:
+        """The crag_shared provider (built on first use)."""
+        self.warm_up()
+        assert self._provider is not None
         return self._provider
 
     def _outputs(self, query: str, response: WebSearchResponse | None, error: Exception | None,
                  fallback_documents: list[Document] | None) -> dict[str, Any]:
-        if error is not None:
-            reason = f"web search failed: {type(error).__name__}: {error}"
-            issues, documents, links = [reason], [], []
-        else:
-            assert response is not None
-            passages, used_snippets = response_passages(response)
-            issues = [f"{i.stage} {i.url}: {i.reason}" for i in response.issues]
-            extra = {"crag_snippet": True} if used_snippets else {}
-            if used_snippets:
-                issues.append("no page yielded text; used the search snippets")
-            documents = [passage_document(p, crag_search_query=query, **extra) for p in passages]
-            links = [r.url for r in response.results]
-            reason = "web search returned no results" if not response.results else "web results had no text"
-        outputs: dict[str, Any] = {"documents": documents, "links": links, "issues": issues}
+        outcome = read_search(query, Rewrite(query, "given"), response, error)  # the core's reading
+        issues = [f"{i.stage} {i.url}: {i.reason}" for i in outcome.issues]
+        if outcome.used_snippets:
+            issues.append("no page yielded text; used the search snippets")
+        if outcome.failure:
+            issues.append(outcome.failure)
+        for issue in issues:
+            logger.warning(f"{type(self).__name__}: {issue}")
+        extra = {"crag_snippet": True} if outcome.used_snippets else {}
+        documents = [passage_document(p, crag_search_query=query, **extra) for p in outcome.passages]
+        outputs: dict[str, Any] = {"documents": documents, "links": [r.url for r in outcome.results], "issues": issues}
         if not documents and fallback_documents:
-            outputs["fallback"] = [Document(content=d.content, meta={**d.meta, "crag_fallback": reason},
+            outputs["fallback"] = [Document(content=d.content, meta={**d.meta, "crag_fallback": outcome.failure},
                                             score=d.score, id=d.id) for d in fallback_documents]
         return outputs
 
-    @component.output_types(documents=list[Document], links=list[str], issues=list[str], fallback=list[Document])
-    def run(self, query: str, fallback_documents: list[Document] | None = None) -> dict[str, Any]:
-        try:
-            return self._outputs(query, self._provider.search(query, self.top_k), None, fallback_documents)
-        except Exception as error:  # the web must never take the pipeline down
-            return self._outputs(query, None, error, fallback_documents)
+    def _empty(self, fallback_documents: list[Document] | None) -> dict[str, Any]:
+        return {"documents": [], "links": [], "issues": ["empty query: nothing searched"],
+                "fallback": list(fallback_documents or [])}
 
-    @component.output_types(documents=list[Document], links=list[str], issues=list[str], fallback=list[Document])
-    async def run_async(self, query: str, fallback_documents: list[Document] | None = None) -> dict[str, Any]:
+    @component.output_types(**OUTPUTS)
+    def run(self, query: str, fallback_documents: list[Document] | None = None,
+            top_k: int | None = None) -> dict[str, Any]:
+        """
+        :param query: the search query (e.g. a rewriter's keywords).
+        :param fallback_documents: documents to pass on, flagged, when the web gives no knowledge.
+        :param top_k: this run's number of result pages (default: the component's).
+        """
+        if unusable_query(type(self).__name__, query):
+            return self._empty(fallback_documents)
         try:
-            response = await self._provider.asearch(query, self.top_k)
+            response = self.provider.search(query, top_k or self.top_k)
+        except Exception as error:  # the web must never take the pipeline down, unless asked to
+            if self.raise_on_failure:
+                raise
+            return self._outputs(query, None, error, fallback_documents)
+        return self._outputs(query, response, None, fallback_documents)
+
+    @component.output_types(**OUTPUTS)
+    async def run_async(self, query: str, fallback_documents: list[Document] | None = None,
+                        top_k: int | None = None) -> dict[str, Any]:
+        """Async `run`: pages are fetched concurrently on the event loop."""
+        if unusable_query(type(self).__name__, query):
+            return self._empty(fallback_documents)
+        try:
+            response = await self.provider.asearch(query, top_k or self.top_k)
         except Exception as error:
+            if self.raise_on_failure:
+                raise
             return self._outputs(query, None, error, fallback_documents)
         return self._outputs(query, response, None, fallback_documents)
 
@@ -72,10 +108,9 @@ class _WebSearchComponent:
 class SerpAPIWebSearch(_WebSearchComponent):
     """SerpAPI search (official client) with concurrent, guarded page fetching and paragraph extraction.
 
-    The key is a Haystack `Secret` (default: the `SERPAPI_API_KEY` environment variable), resolved at
-    construction so a missing key fails immediately; it serializes as the env var's name, never its
-    value. `mode="wiki"` prefers Wikipedia pages as in the paper. `allow_private_addresses` lifts the
-    SSRF guard (for local test servers).
+    The key is a Haystack `Secret` (default: the `SERPAPI_API_KEY` environment variable), resolved in
+    `warm_up` (as Haystack 3's own components do), so a saved pipeline loads, draws and validates without
+    it; it serializes as the env var's name, never its value.
     """
 
     def __init__(self, api_key: Secret = Secret.from_env_var("SERPAPI_API_KEY"), top_k: int = 5,  # noqa: B008
@@ -83,7 +118,26 @@ class SerpAPIWebSearch(_WebSearchComponent):
                  wiki_prefix: bool = False, hl: str | None = None, gl: str | None = None,
                  location: str | None = None, base_url: str | None = None, timeout: float = 10.0,
                  fetch_pages: bool = True, fetch_timeout: float = 5.0, fetch_deadline: float = 10.0,
-                 allow_private_addresses: bool | list[str] = False) -> None:
+                 allow_private_addresses: bool | list[str] = False, raise_on_failure: bool = False) -> None:
+        """
+        :param api_key: the SerpAPI key, as a Haystack `Secret`.
+        :param top_k: result pages fetched per search.
+        :param engine: SerpAPI engine ("google", "bing", ...).
+        :param num_results: results asked of the engine (the best `top_k` are fetched).
+        :param mode: "wiki" puts Wikipedia pages first, as the paper does; "all" keeps engine order.
+        :param wiki_prefix: prefix the query with "Wikipedia, " like the official CRAG code.
+        :param hl: interface language, passed to SerpAPI.
+        :param gl: country, passed to SerpAPI.
+        :param location: location, passed to SerpAPI.
+        :param base_url: another SerpAPI host (a proxy, a test server).
+        :param timeout: seconds for the whole search call.
+        :param fetch_pages: fetch and extract the result pages (else snippets only).
+        :param fetch_timeout: seconds per page request.
+        :param fetch_deadline: seconds for all pages together.
+        :param allow_private_addresses: lift the SSRF guard (True, or networks such as ["127.0.0.1/32"]).
+        :param raise_on_failure: raise when the search fails, instead of the CRAG fallback (the default,
+            as for Haystack's LLMRanker, since a CRAG pipeline has a defined fallback for a failed web).
+        """
         self.api_key = api_key
         self.top_k = top_k
         self.engine = engine
@@ -97,11 +151,18 @@ class SerpAPIWebSearch(_WebSearchComponent):
         self.fetch_timeout = fetch_timeout
         self.fetch_deadline = fetch_deadline
         self.allow_private_addresses = allow_private_addresses
-        fetcher = PageFetcher(timeout=fetch_timeout, deadline=fetch_deadline,
-                              allow_private_addresses=allow_private_addresses)
-        self._provider = SerpAPISearch(api_key.resolve_value(), engine=engine, num_results=num_results, mode=mode,
-                                       wiki_prefix=wiki_prefix, hl=hl, gl=gl, location=location, base_url=base_url,
-                                       timeout=timeout, fetch_pages=fetch_pages, fetcher=fetcher)
+        self.raise_on_failure = raise_on_failure
+
+    def _build(self) -> WebSearch:
+        key = self.api_key.resolve_value()
+        if not key:
+            raise ValueError("SerpAPIWebSearch needs an API key: set SERPAPI_API_KEY or pass api_key=Secret...")
+        fetcher = PageFetcher(timeout=self.fetch_timeout, deadline=self.fetch_deadline,
+                              allow_private_addresses=self.allow_private_addresses)
+        return SerpAPISearch(key, engine=self.engine, num_results=self.num_results, mode=self.mode,
+                             wiki_prefix=self.wiki_prefix, hl=self.hl, gl=self.gl, location=self.location,
+                             base_url=self.base_url, timeout=self.timeout, fetch_pages=self.fetch_pages,
+                             fetcher=fetcher)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -109,7 +170,7 @@ class SerpAPIWebSearch(_WebSearchComponent):
             mode=self.mode, wiki_prefix=self.wiki_prefix, hl=self.hl, gl=self.gl, location=self.location,
             base_url=self.base_url, timeout=self.timeout, fetch_pages=self.fetch_pages,
             fetch_timeout=self.fetch_timeout, fetch_deadline=self.fetch_deadline,
-            allow_private_addresses=self.allow_private_addresses)
+            allow_private_addresses=self.allow_private_addresses, raise_on_failure=self.raise_on_failure)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SerpAPIWebSearch":
@@ -118,18 +179,26 @@ class SerpAPIWebSearch(_WebSearchComponent):
 
 
 @component
-class RecordedWebSearch(_WebSearchComponent):
-    """Offline web search from a recorded JSONL file (crag_shared `ReplayWebSearch` format): for demos,
-    docs and tests. Nothing leaves the machine."""
+class ReplayWebSearch(_WebSearchComponent):
+    """Offline web search from a recorded JSONL file (the core `ReplaySearch` format): for demos, docs and
+    tests. Nothing leaves the machine."""
 
-    def __init__(self, path: str, top_k: int = 5) -> None:
+    def __init__(self, path: str, top_k: int = 5, raise_on_failure: bool = False) -> None:
+        """
+        :param path: the recorded searches (JSONL, see `crag_shared.ReplaySearch`).
+        :param top_k: results per search.
+        :param raise_on_failure: raise when the search fails, instead of the CRAG fallback.
+        """
         self.path = str(path)
         self.top_k = top_k
-        self._provider = ReplayWebSearch(self.path)
+        self.raise_on_failure = raise_on_failure
+
+    def _build(self) -> WebSearch:
+        return ReplaySearch(self.path)
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, path=self.path, top_k=self.top_k)
+        return default_to_dict(self, path=self.path, top_k=self.top_k, raise_on_failure=self.raise_on_failure)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RecordedWebSearch":
+    def from_dict(cls, data: dict[str, Any]) -> "ReplayWebSearch":
         return default_from_dict(cls, data)

@@ -1,0 +1,64 @@
+"""SearchQueryRewriter: a question → at most three search keywords, with any Haystack chat generator."""
+
+from typing import Any
+
+from haystack import component, default_to_dict
+
+from crag_shared import QueryRewriter
+from crag_shared.rewrite import PAPER_REWRITE_PROMPT, Rewrite
+
+from ..lifecycle import Lifecycle
+from ..llm import ChatGenerator, as_llm, warm_up_all
+from ..logs import logger
+from ..serialization import nested_from_dict_inplace, nested_to_dict
+
+
+@component
+class SearchQueryRewriter(Lifecycle):
+    """The paper's few-shot keyword rewrite (Appendix A, Table 5) through `chat_generator`.
+
+    Without a generator, keywords are extracted offline (the documented default). When the generator
+    fails or answers nothing usable (empty, too long, one word over and over), the offline keywords are
+    used and the reason is logged and returned in `note`; `method` says which ("llm" or "keywords").
+    """
+
+    def __init__(self, chat_generator: ChatGenerator | None = None, template: str = PAPER_REWRITE_PROMPT,
+                 max_keywords: int = 3) -> None:
+        """
+        :param chat_generator: a Haystack chat generator; without one, offline keyword extraction.
+        :param template: the rewrite prompt, with a `{question}` slot.
+        :param max_keywords: at most this many comma-separated keywords.
+        """
+        self.chat_generator = chat_generator
+        self.template = template
+        self.max_keywords = max_keywords
+        self._rewriter = QueryRewriter(as_llm(chat_generator), template=template, max_keywords=max_keywords)
+
+    def warm_up(self) -> None:
+        """Warm up the chat generator."""
+        warm_up_all(self.chat_generator)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
+                               template=self.template, max_keywords=self.max_keywords)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SearchQueryRewriter":
+        nested_from_dict_inplace(data["init_parameters"], "chat_generator")
+        return cls(**data["init_parameters"])
+
+    @staticmethod
+    def _outputs(rewrite: Rewrite) -> dict[str, Any]:
+        if rewrite.note:
+            logger.warning(f"SearchQueryRewriter: CRAG fallback in rewrite: {rewrite.note} -> offline keywords")
+        return {"search_query": rewrite.query, "method": rewrite.method, "note": rewrite.note or ""}
+
+    @component.output_types(search_query=str, method=str, note=str)
+    def run(self, query: str) -> dict[str, Any]:
+        """:param query: the question to rewrite."""
+        return self._outputs(self._rewriter.rewrite(query))
+
+    @component.output_types(search_query=str, method=str, note=str)
+    async def run_async(self, query: str) -> dict[str, Any]:
+        """Async `run`."""
+        return self._outputs(await self._rewriter.arewrite(query))

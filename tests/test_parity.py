@@ -1,0 +1,124 @@
+"""One decider: the same questions through the four entry points give identical actions, scores and knowledge.
+
+Corrector.correct, the Haystack `CRAG` component, `build_crag_pipeline` and LlamaIndex's
+`CRAGPostprocessor` all run the Corrector's own slices; nothing re-implements the decision.
+"""
+
+import pytest
+
+pytest.importorskip("haystack")
+pytest.importorskip("llama_index.core")
+
+from haystack import Document
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from crag_haystack import CRAG, ReplayWebSearch, build_crag_pipeline
+from crag_haystack.testing import ExtractiveChatGenerator
+from crag_llamaindex import CRAGPostprocessor
+from crag_shared import ActionPolicy, Corrector, CRAGConfig, ReplaySearch
+from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
+
+TABLE = [*QUESTIONS,
+         "Which river flows through Paris?",  # nothing about it retrieved: the web, with few recorded pages
+         "When did the Sydney Opera House open?",
+         "Who designed the Golden Gate Bridge and when was it built?"]
+SETTINGS = [
+    {},
+    {"upper": 0.9, "lower": -0.2, "refine_mode": "fixed_num", "strip_top_k": 3},  # more Ambiguous
+    {"upper": 0.95, "lower": 0.9},  # nearly everything Incorrect: the web path and its fallbacks
+]
+
+
+def knowledge_of_strips(strips):
+    return sorted((s.origin.value, s.text.strip(), round(s.score, 9)) for s in strips)
+
+
+def knowledge_of_documents(documents):
+    return sorted((d.meta["crag_origin"], d.content.strip(), round(d.meta["crag_score"], 9)) for d in documents)
+
+
+def knowledge_of_nodes(nodes):
+    return sorted((n.node.metadata["crag_origin"], n.node.get_content().strip(), round(n.score, 9)) for n in nodes)
+
+
+@pytest.fixture(scope="module")
+def store():
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(content=p.text, id=p.id, meta={"title": p.title}) for p in corpus()])
+    return store
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+@pytest.mark.parametrize("question", TABLE)
+def test_four_entry_points_agree(store, question, settings):
+    retrieved = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
+    replay = ReplaySearch(recorded_web_path())
+    config = CRAGConfig(**settings)
+
+    core = config.build(web_search=replay).correct(question, [d.content for d in retrieved])
+
+    component = CRAG(web_search=ReplayWebSearch(str(recorded_web_path())), **settings).run(
+        query=question, documents=retrieved)
+
+    pipeline_settings = {k: v for k, v in settings.items()}
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=ReplayWebSearch(str(recorded_web_path())), **pipeline_settings)
+    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "evaluator"})
+
+    nodes = [NodeWithScore(node=TextNode(text=d.content, id_=d.id, metadata=dict(d.meta)), score=d.score)
+             for d in retrieved]
+    strips, li = CRAGPostprocessor(web_search=replay, **settings).correct(nodes, QueryBundle(question))
+
+    assert core.action.value == component["action"] == ran["evaluator"]["action"] == li.action.value
+    assert core.scores == component["scores"] == ran["evaluator"]["scores"] == li.scores
+    expected = knowledge_of_strips(core.knowledge)
+    assert knowledge_of_documents(component["documents"]) == expected
+    assert knowledge_of_documents(ran["joiner"]["documents"]) == expected
+    assert knowledge_of_nodes(strips) == expected
+
+
+def test_the_table_covers_every_action(store):
+    seen = set()
+    for settings in SETTINGS:
+        corrector = CRAGConfig(**settings).build(web_search=ReplaySearch(recorded_web_path()))
+        for question in TABLE:
+            docs = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
+            seen.add(corrector.judge(question, [d.content for d in docs]).action.value)
+    assert seen == {"correct", "ambiguous", "incorrect"}
+
+
+def test_without_web_every_entry_point_keeps_the_best_strips_of_incorrect(store):
+    question = QUESTIONS[2]
+    retrieved = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
+    core = Corrector(policy=ActionPolicy(0.95, 0.9)).correct(question, [d.content for d in retrieved])
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   upper=0.95, lower=0.9)
+    ran = pipeline.run({"query": question}, include_outputs_from={"joiner"})
+    assert core.action.value == "incorrect" and core.knowledge
+    assert knowledge_of_documents(ran["joiner"]["documents"]) == knowledge_of_strips(core.knowledge)
+
+
+@pytest.mark.parametrize("question", TABLE[:3])
+def test_a_model_evaluator_judges_web_strips_in_the_pipeline_too(store, tiny_bert, question):
+    settings = {"evaluator": f"cross-encoder:{tiny_bert}", "upper": 0.99, "lower": 0.98}
+    retrieved = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
+    core = CRAGConfig(**settings).build(web_search=ReplaySearch(recorded_web_path())).correct(
+        question, [d.content for d in retrieved])
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=ReplayWebSearch(str(recorded_web_path())), **settings)
+    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "evaluator"})
+    assert core.external and ran["evaluator"]["scores"] == core.scores
+    assert knowledge_of_documents(ran["joiner"]["documents"]) == knowledge_of_strips(core.knowledge)
+
+
+def test_a_pipeline_loads_its_model_once(store, tiny_bert):
+    spec = f"cross-encoder:{tiny_bert}"
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   web_search=ReplayWebSearch(str(recorded_web_path())), evaluator=spec)
+    names = ("evaluator", "correct_refiner", "ambiguous_refiner", "web_refiner", "fallback_refiner")
+    evaluators = {id(pipeline.get_component(n)._corrector.evaluator) for n in names}
+    assert len(evaluators) == 1
+    reloaded = type(pipeline).loads(pipeline.dumps())
+    assert {id(reloaded.get_component(n)._corrector.evaluator) for n in names} == evaluators
