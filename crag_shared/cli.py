@@ -1,11 +1,71 @@
-"""The `crag` command: demo, calibrate, train-evaluator and bench subcommands."""
+"""The `crag` command: demo, calibrate, train-evaluator and bench subcommands.
+
+Every user error (a bad argument, a missing or malformed file, a missing optional dependency) ends with
+one line on stderr saying what is wrong, and exit status 2; a traceback means a bug in crag.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from .policy import MAX_STEPS
+
+
+class UsageError(Exception):
+    """A mistake in how crag was called; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _number(kind: Callable[[str], float], minimum: float | None = None, maximum: float | None = None,
+            above: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number within bounds."""
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}"
+                                             ) from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum) or \
+                (above is not None and value <= above):
+            bounds = [f">= {minimum:g}" if minimum is not None else "", f"> {above:g}" if above is not None else "",
+                      f"<= {maximum:g}" if maximum is not None else ""]
+            raise argparse.ArgumentTypeError(f"{text} must be {' and '.join(b for b in bounds if b)}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _number(int, minimum=1)
+NON_NEGATIVE = _number(float, minimum=0)
+POSITIVE = _number(float, above=0)
+
+
+def _writable(path: str | None, option: str) -> None:
+    """An output path must lie in an existing directory; said before any work is done."""
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        raise UsageError(f"{option} {path}: the directory {Path(path).parent} does not exist")
+
+
+def _readable(path: str | None, option: str) -> None:
+    if path and not Path(path).is_file():
+        raise UsageError(f"{option} {path}: no such file")
+
+
+def _needs(module: str, hint: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(hint)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -26,16 +86,17 @@ def _load(args: argparse.Namespace, path: str | None = None) -> list:
     empty file exits with its error."""
     from .data import load_pairs
 
-    try:
-        return load_pairs(path or args.data, titles=args.titles, split=None if path else args.split)
-    except ValueError as error:
-        raise SystemExit(str(error)) from error
+    _readable(path or args.data, "--data")
+    return load_pairs(path or args.data, titles=args.titles, split=None if path else args.split)
 
 
 def _train(args: argparse.Namespace) -> int:
     from .data import split_by_query
     from .train import TrainConfig, train_evaluator
 
+    _needs("torch", "train-evaluator needs torch and transformers: pip install 'crag-shared[torch]'")
+    _readable(args.validation_data, "--validation-data")
+    _writable(args.out, "--out")
     pairs = _load(args)
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
@@ -44,7 +105,7 @@ def _train(args: argparse.Namespace) -> int:
                          epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size, lr=args.lr,
                          head_lr=args.head_lr, max_length=args.max_length, eval_every=args.eval_every,
                          eval_limit=args.eval_limit, patience=args.patience, listwise=args.listwise,
-                         temperature=args.temperature, seed=args.seed, threads=args.threads)
+                         temperature=args.temperature, seed=args.seed, threads=args.threads, device=args.device)
     print(f"training on {len(train)} pairs, validating on {len(validation)} (split by query)")
     report = train_evaluator(train, validation, config)
     print(f"best validation AUROC {report.best_auroc:.4f} at step {report.best_step} of {report.steps}; "
@@ -59,7 +120,7 @@ def _bench_dir(value: str | None) -> Path:
     for candidate in candidates:
         if (candidate / "popqa_ctxs.jsonl").exists():
             return candidate.resolve()
-    raise SystemExit(f"no benchmark data found (looked in {', '.join(map(str, candidates))}); pass --bench-dir")
+    raise UsageError(f"no benchmark data found (looked in {', '.join(map(str, candidates))}); pass --bench-dir")
 
 
 def _bench_throughput(args: argparse.Namespace) -> int:
@@ -70,6 +131,14 @@ def _bench_throughput(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_batch(args: argparse.Namespace) -> int:
+    from .bench.batch import run
+
+    figures = run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator, queries=args.queries,
+                  batch_size=args.batch_size, rounds=args.rounds)
+    return 0 if figures["same"] else 1
+
+
 def _bench_recall(args: argparse.Namespace) -> int:
     from .bench.recall import run
 
@@ -78,7 +147,13 @@ def _bench_recall(args: argparse.Namespace) -> int:
 
 
 def _bench_accuracy(args: argparse.Namespace) -> int:
-    from .bench.accuracy import run
+    from .bench.accuracy import run, table
+
+    if not args.data:  # the evaluator table over the bench data sets
+        table(sys.stdout, _bench_dir(args.bench_dir), args.evaluator or ["lexical"])
+        return 0
+    _readable(args.data, "--data")
+    _readable(args.thresholds, "--thresholds")
 
     run(sys.stdout, args.data, args.evaluator or ["lexical"], thresholds=args.thresholds, kfold=args.kfold,
         base_model=args.base_model, train_steps=args.train_steps, split=args.split, titles=args.titles)
@@ -88,11 +163,15 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     from .calibrate import score_by_query, write_outputs
     from .evaluators import evaluator_from_spec
-    from .policy import calibrate
+    from .policy import fit_thresholds
 
+    _writable(args.out, "--out")
+    _writable(args.plot, "--plot")
+    if args.plot:
+        _needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
     pairs = _load(args)
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
-    result = calibrate(scores, labels, alpha=args.alpha, steps=args.steps)
+    result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)
     print(f"thresholds: upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} (Eq. 2 = "
           f"{summary['objective']:.3f}, alpha {args.alpha:g}) on {summary['queries']} queries; "
@@ -101,9 +180,57 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_combination(args: argparse.Namespace) -> int:
+    from .evaluators import CombinedEvaluator, evaluator_from_spec
+
+    _writable(args.out, "--out")
+    members = [evaluator_from_spec(spec) for spec in args.member]
+    combined = CombinedEvaluator.fit(members, _load(args), l2=args.l2)
+    combined.save(args.out)
+    weights = ", ".join(f"{m.spec} {w:+.3f}" for m, w in zip(members, combined.weights))
+    print(f"weights: {weights}; bias {combined.bias:+.3f}; thresholds upper {combined.thresholds[0]:+.2f}, "
+          f"lower {combined.thresholds[1]:+.2f}; pair AUROC on the fitting data "
+          f"{combined.report['fit_pair_auroc']:.3f}\nwritten: {args.out} (use evaluator='combined:{args.out}')")
+    return 0
+
+
+def _web_provider(spec: str) -> Any:
+    """--web: none, replay:PATH (recorded results), serpapi or serper (keys from the environment)."""
+    from .web import ReplaySearch, SerpAPISearch, SerperSearch
+
+    kind, _, target = spec.partition(":")
+    if kind == "none":
+        return None
+    if kind == "replay" and target:
+        _readable(target, "--web replay:")
+        return ReplaySearch(target)
+    if kind == "serpapi":
+        return SerpAPISearch()
+    if kind == "serper":
+        return SerperSearch()
+    raise UsageError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .config import CRAGConfig
+    from .run import run
+
+    _readable(args.data, "--data")
+    _writable(args.out, "--out")
+    _readable(args.thresholds, "--thresholds")
+    config = CRAGConfig(evaluator=args.evaluator, upper=args.upper, lower=args.lower, thresholds_path=args.thresholds,
+                        score_titles=args.titles)
+    corrector = config.build(web_search=_web_provider(args.web))
+    run(corrector, args.data, args.out, batch_size=args.batch_size, limit=args.limit, log=sys.stdout)
+    return 0
+
+
 def _export_onnx(args: argparse.Namespace) -> int:
     from .evaluators.onnx import export_onnx
 
+    _needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
+    _needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")
+    _writable(args.out, "--out")
     target = export_onnx(args.model, args.out, quantize=not args.float)
     print(f"exported {args.model} to {target} ({'float32' if args.float else 'int8 weights'}); "
           f"use it as OnnxCrossEncoderEvaluator({str(target)!r}) or evaluator='onnx:{target}'")
@@ -116,8 +243,8 @@ def _add_titles(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crag", description="Corrective RAG tools")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="crag", description="Corrective RAG tools")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = commands.add_parser("demo", help="run CRAG offline on a tiny corpus, showing all three actions")
     demo.set_defaults(func=_demo)
 
@@ -127,25 +254,28 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, help="where to save_pretrained the best model")
     train.add_argument("--kind", choices=["bert", "t5"], default="bert")
     train.add_argument("--pooling", choices=["pair", "mean", "cls"], default="pair", help="BERT-style head input")
-    train.add_argument("--validation", type=float, default=0.15, help="share of queries held out (no split column)")
+    train.add_argument("--validation", type=_number(float, minimum=0, maximum=0.9), default=0.15,
+                       help="share of queries held out (no split column)")
     train.add_argument("--split", help="train only on pairs whose split column has this value (e.g. train); "
                                        "validation is then held out from them by query, keeping the rest unseen")
     train.add_argument("--validation-data", help="a separate JSONL file to validate on instead")
-    train.add_argument("--epochs", type=float, default=1.0)
-    train.add_argument("--max-steps", type=int)
-    train.add_argument("--batch-size", type=int, default=16)
-    train.add_argument("--lr", type=float, default=5e-5)
-    train.add_argument("--head-lr", type=float, default=1e-3)
-    train.add_argument("--max-length", type=int, default=256)
-    train.add_argument("--eval-every", type=int, default=100)
-    train.add_argument("--eval-limit", type=int, default=1000)
-    train.add_argument("--patience", type=int, default=4)
-    train.add_argument("--listwise", type=float, default=0.0,
+    train.add_argument("--epochs", type=POSITIVE, default=1.0)
+    train.add_argument("--max-steps", type=POSITIVE_INT)
+    train.add_argument("--batch-size", type=POSITIVE_INT, default=16)
+    train.add_argument("--lr", type=POSITIVE, default=5e-5)
+    train.add_argument("--head-lr", type=POSITIVE, default=1e-3)
+    train.add_argument("--max-length", type=_number(int, minimum=8, maximum=4096), default=256)
+    train.add_argument("--eval-every", type=POSITIVE_INT, default=100)
+    train.add_argument("--eval-limit", type=POSITIVE_INT, default=1000)
+    train.add_argument("--patience", type=POSITIVE_INT, default=4)
+    train.add_argument("--listwise", type=NON_NEGATIVE, default=0.0,
                        help="weight of a per-question softmax ranking loss added to the MSE "
                             "(batches then hold whole questions)")
-    train.add_argument("--temperature", type=float, default=0.3, help="softmax temperature of --listwise")
+    train.add_argument("--temperature", type=POSITIVE, default=0.3, help="softmax temperature of --listwise")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int)
+    train.add_argument("--threads", type=POSITIVE_INT)
+    train.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
+                       help="auto: CUDA, else MPS, else CPU; bf16 autocast on CUDA")
     _add_titles(train)
     train.set_defaults(func=_train)
 
@@ -155,31 +285,65 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--float", action="store_true", help="keep float32 weights instead of int8")
     export.set_defaults(func=_export_onnx)
 
+    batch = commands.add_parser("run", help="CRAG over a data set (JSONL in, JSONL out), resumable")
+    batch.add_argument("--data", required=True, help="PopQA/CRAG records (question + ctxs) or labelled pairs")
+    batch.add_argument("--out", required=True, help="JSONL results; rerunning skips the ids already in it")
+    batch.add_argument("--evaluator", default="lexical", help="an evaluator spec, as for calibrate")
+    batch.add_argument("--upper", type=_number(float, minimum=-1, maximum=1))
+    batch.add_argument("--lower", type=_number(float, minimum=-1, maximum=1))
+    batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
+    batch.add_argument("--web", default="none", help="none | replay:PATH | serpapi | serper (keys: environment)")
+    batch.add_argument("--batch-size", type=POSITIVE_INT, default=32, help="queries per correct_many call")
+    batch.add_argument("--limit", type=POSITIVE_INT, help="stop once this many queries are in --out")
+    _add_titles(batch)
+    batch.set_defaults(func=_run)
+
+    fit = commands.add_parser("fit-combination", help="fit a combination of evaluators on labelled pairs")
+    fit.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
+    fit.add_argument("--member", action="append", required=True,
+                     help="an evaluator spec to combine (repeat): lexical, embedding:PATH, cross-encoder:PATH...")
+    fit.add_argument("--split", help="only pairs whose split column has this value (fit on train, report on eval)")
+    fit.add_argument("--l2", type=NON_NEGATIVE, default=1e-3, help="L2 penalty of the logistic regression")
+    fit.add_argument("--out", default="combined.json")
+    _add_titles(fit)
+    fit.set_defaults(func=_fit_combination)
+
     bench = commands.add_parser("bench", help="benchmarks (figures measured within one run)")
-    benches = bench.add_subparsers(dest="bench", required=True)
+    benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
     web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
-    web.add_argument("--pages", type=int, default=5)
-    web.add_argument("--delay", type=float, default=0.3, help="server delay per page, seconds (t)")
-    web.add_argument("--repeats", type=int, default=3)
+    web.add_argument("--pages", type=_number(int, minimum=1, maximum=50), default=5)
+    web.add_argument("--delay", type=_number(float, minimum=0, maximum=10), default=0.3,
+                     help="server delay per page, seconds (t)")
+    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
     web.set_defaults(func=_bench_web)
     throughput = benches.add_parser("throughput", help="evaluator pairs/s vs the official code's way; latency")
     throughput.add_argument("--bench-dir")
-    throughput.add_argument("--queries", type=int, default=20)
-    throughput.add_argument("--baseline-queries", type=int, default=6)
-    throughput.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best is reported")
+    throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
+    throughput.add_argument("--baseline-queries", type=POSITIVE_INT, default=6)
+    throughput.add_argument("--rounds", type=POSITIVE_INT, default=3, help="interleaved rounds; the best is reported")
     throughput.set_defaults(func=_bench_throughput)
+    many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
+    many.add_argument("--bench-dir")
+    many.add_argument("--evaluator", default="lexical")
+    many.add_argument("--queries", type=POSITIVE_INT, default=100)
+    many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
+    many.add_argument("--rounds", type=POSITIVE_INT, default=3)
+    many.set_defaults(func=_bench_batch)
     recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
     recall.add_argument("--bench-dir")
     recall.add_argument("--evaluator", action="append", help="evaluator spec (repeatable); default lexical")
-    recall.add_argument("--queries", type=int, default=100)
+    recall.add_argument("--queries", type=POSITIVE_INT, default=100)
     recall.set_defaults(func=_bench_recall)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
-    accuracy.add_argument("--data", required=True, help="JSONL pairs or PopQA records")
+    accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
+                                        "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
+    accuracy.add_argument("--bench-dir")
     accuracy.add_argument("--evaluator", action="append", help="evaluator spec (repeatable); default lexical")
     accuracy.add_argument("--thresholds", help="thresholds JSON from crag calibrate")
-    accuracy.add_argument("--kfold", type=int, default=0, help="also train and test k folds by question")
+    accuracy.add_argument("--kfold", type=_number(int, minimum=0), default=0,
+                          help="also train and test k folds by question")
     accuracy.add_argument("--base-model", help="model to train from in --kfold")
-    accuracy.add_argument("--train-steps", type=int, default=100)
+    accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
     accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     _add_titles(accuracy)
     accuracy.set_defaults(func=_bench_accuracy)
@@ -187,9 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
     cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
     cal.add_argument("--evaluator", default="lexical", help="lexical | t5:PATH | cross-encoder:PATH | onnx:PATH")
-    cal.add_argument("--alpha", type=float, default=1.0, help="false-positive penalty of Eq. 2")
+    cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
-    cal.add_argument("--steps", type=int, default=201, help="grid points over [-1, 1]")
+    cal.add_argument("--steps", type=_number(int, minimum=2, maximum=MAX_STEPS), default=201,
+                     help="grid points over [-1, 1]")
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
     _add_titles(cal)
@@ -198,8 +363,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as error:
+        return _fail(str(error))
+    except (OSError, ValueError, RecursionError) as error:  # unreadable files, malformed data, bad specs
+        return _fail(_one_line(error))
+    except ImportError as error:
+        return _fail(f"a dependency is missing: {_one_line(error)}")
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+def _one_line(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _fail(message: str, status: int = 2) -> int:
+    print(f"crag: error: {message}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

