@@ -268,3 +268,35 @@ def test_batches_respect_count_and_padded_token_budget(tiny_bert):
     assert batches[-1] == [1]  # the 240-token text alone, even above the budget
     for batch in batches[:-1]:
         assert len(batch) <= 3 and len(batch) * max([12, 240, 31, 12, 40, 51, 30][i] for i in batch) <= 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["t5", "bert"])
+def test_length_buckets_and_bucket_warm_up_keep_scores_equal(kind, tiny_t5, tiny_bert):
+    def make(**settings):
+        if kind == "t5":
+            return T5Evaluator(str(tiny_t5), max_length=64, **settings)
+        return CrossEncoderEvaluator(str(tiny_bert), max_length=64, **settings)
+
+    texts = ["paris", "the eiffel tower stands in paris it was built in 1889", "henry feilden politician",
+             "marie curie won the nobel prize twice and was a physicist and chemist", "capital " * 40]
+    exact = make(batch_size=1).score("capital of france", texts)
+    bucketed = make(batch_size=64, max_batch_tokens=10_000, length_bucket=16, warm_buckets=True)
+    assert bucketed.batching == (64, 10_000, 16)
+    assert bucketed.bucket_widths() == [16, 32, 48, 64]
+    assert bucketed.score("capital of france", texts) == pytest.approx(exact, abs=1e-4)
+    assert bucketed._padded(17) == 32 and bucketed._padded(64) == 64 and bucketed._padded(70) == 70
+
+
+def test_batching_defaults_follow_the_device(tiny_bert):
+    from crag_shared.evaluators.hf import DEVICE_BATCHING
+
+    on_cpu = CrossEncoderEvaluator(str(tiny_bert), device="cpu")
+    assert on_cpu.batching == DEVICE_BATCHING["cpu"] and on_cpu._padded(17) == 17  # exact lengths on a CPU
+    mixed = CrossEncoderEvaluator(str(tiny_bert), device="cpu", batch_size=4)
+    assert mixed.batching == (4, *DEVICE_BATCHING["cpu"][1:])  # a given setting wins, the rest default
+    gpu = CrossEncoderEvaluator(str(tiny_bert))
+    gpu._resolve_batching("cuda")  # what loading on a GPU resolves to (no GPU needed to check the rule)
+    assert gpu._limits == DEVICE_BATCHING["gpu"] and gpu._padded(17) == 32
+    with pytest.raises(ValueError, match="length_bucket"):
+        CrossEncoderEvaluator(str(tiny_bert), length_bucket=0)

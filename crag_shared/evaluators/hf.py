@@ -4,6 +4,10 @@ One query's texts are tokenized once, sorted by token length, and scored in dyna
 under `torch.inference_mode`, instead of one 512-token-padded pair per forward pass as in the paper's code.
 Batches are bounded by a padded-token budget as well as a count: retrieved passages vary from a dozen to
 hundreds of tokens, and on a CPU padding the short ones to the longest costs more than batching saves.
+On a GPU the trade reverses (a forward pass costs about the same for 1 or 100 short pairs), so the
+defaults depend on the device (`DEVICE_BATCHING`): a query's pairs go in one batch, and padded lengths
+round up to a bucket so that shapes repeat, which matters in bf16/fp16 where every new shape pays a
+one-time kernel selection (`warm_buckets=True` pays it at warm-up instead).
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ from typing import Any
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
 INSTALL_HINT = "this evaluator needs torch and transformers: pip install 'crag-shared[torch]'"
+
+#: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
+#: CPU: small, exactly padded batches (padding is paid in compute). GPU (CUDA/MPS): room for many
+#: queries' pairs per batch, lengths rounded up to a multiple of 16 so padded shapes repeat.
+DEVICE_BATCHING = {"cpu": (16, 512, 1), "gpu": (256, 32768, 16)}
 
 #: Characters kept per text before tokenizing: far more than `max_length` tokens in any script, so
 #: truncation happens in the tokenizer, but a 1 MB passage is never tokenized whole.
@@ -75,8 +84,10 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         model: str,
         *,
         max_length: int = 512,
-        batch_size: int = 16,
-        max_batch_tokens: int = 512,
+        batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+        length_bucket: int | None = None,
+        warm_buckets: bool = False,
         device: str | None = None,
         dtype: str | None = None,
         quantize: bool = False,
@@ -87,12 +98,18 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     ) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be at least 8, got {max_length}")
-        if batch_size < 1 or max_batch_tokens < 1:
-            raise ValueError(f"batch_size and max_batch_tokens must be positive, got {batch_size}, {max_batch_tokens}")
+        for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens),
+                            ("length_bucket", length_bucket)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or None (device default), got {value!r}")
         self.model_name = str(model)
         self.max_length = max_length
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
+        self.length_bucket = length_bucket
+        self.warm_buckets = warm_buckets
+        self._resolve_batching("cpu")  # until the model loads on its device
+        self._warmed = False
         self.device = device
         self.dtype = dtype
         self.quantize = quantize
@@ -102,7 +119,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         self._thresholds = tuple(thresholds) if thresholds is not None else None
         self._model: Any = None
         self._tokenizer: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @property
     def spec(self) -> str:
@@ -119,9 +136,47 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         return self._tokenizer
 
     def warm_up(self) -> None:
-        """Load the model; a model that cannot load, or has no trained head, raises
-        `EvaluatorConfigurationError`, which the Corrector never turns into a fallback."""
+        """Load the model (and, with `warm_buckets`, run each bucketed shape once); a model that cannot
+        load, or has no trained head, raises `EvaluatorConfigurationError`, which the Corrector never turns
+        into a fallback."""
+        if self._model is not None and self._warmed:
+            return
         load_once(self)
+        with self._lock:  # reentrant: warming scores through the same accessors
+            if not self._warmed:
+                self._resolve_batching(str(self.device))
+                self._warmed = True
+                if self.warm_buckets:
+                    self._warm_buckets()
+
+    @property
+    def batching(self) -> tuple[int, int, int]:
+        """(texts per batch, padded tokens per batch, length bucket) in effect: the settings given, the
+        rest from `DEVICE_BATCHING` for the device the model loaded on."""
+        self.warm_up()
+        return self._limits
+
+    def _resolve_batching(self, device: str) -> None:
+        defaults = DEVICE_BATCHING["cpu" if device.startswith("cpu") else "gpu"]
+        given = (self.batch_size, self.max_batch_tokens, self.length_bucket)
+        self._limits = tuple(d if g is None else g for g, d in zip(given, defaults))  # type: ignore[assignment]
+
+    def bucket_widths(self) -> list[int]:
+        """Every padded length a batch can have: multiples of the length bucket, up to `max_length`."""
+        bucket = self._limits[2]
+        return sorted({min(width, self.max_length) for width in range(bucket, self.max_length + bucket, bucket)})
+
+    def _warm_buckets(self) -> None:
+        """One forward pass per (rows, width) shape that scoring will use: rows in powers of two up to the
+        batch size, widths from `bucket_widths` within the token budget."""
+        texts, budget, _ = self._limits
+        rows = [2 ** i for i in range(texts.bit_length()) if 2 ** i <= texts]
+        # a real pair, cut to each width keeping its final special token (T5 needs its </s> in every row)
+        sample = {key: values[0] for key, values in self._encode("warm up", ["up " * self.max_length]).items()}
+        for width in self.bucket_widths():
+            row = {key: values[:width - 1] + values[-1:] for key, values in sample.items()}
+            for count in (r for r in rows if r * width <= budget or r == 1):
+                self._batch_logits({key: [values] * count for key, values in row.items()})
 
     def _load(self) -> None:
         torch, transformers = require_torch()
@@ -164,13 +219,19 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         """Scores from a (batch, labels) numpy array of logits (numpy, so every backend shares the map)."""
         raise NotImplementedError
 
+    def _padded(self, length: int) -> int:
+        """The length a text of `length` tokens is padded to: the next bucket (never below the text)."""
+        bucket = self._limits[2]
+        return max(length, min(-(-length // bucket) * bucket, self.max_length))
+
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Indices sorted by length, cut so a batch has at most `batch_size` texts and at most
-        `max_batch_tokens` tokens once padded to its longest text (a single long text still forms a batch)."""
+        `max_batch_tokens` tokens once padded to its longest text's bucket (a single long text still forms
+        a batch)."""
+        texts, budget, _ = self._limits
         batches: list[list[int]] = []
         for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-            if batches and len(batches[-1]) < self.batch_size and \
-                    (len(batches[-1]) + 1) * lengths[i] <= self.max_batch_tokens:
+            if batches and len(batches[-1]) < texts and (len(batches[-1]) + 1) * self._padded(lengths[i]) <= budget:
                 batches[-1].append(i)
             else:
                 batches.append([i])
@@ -182,7 +243,8 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     def _batch_logits(self, batch: dict[str, list]) -> Any:
         """Logits of one batch of unpadded encodings, as a float numpy array."""
         torch, _ = require_torch()
-        features = self._tokenizer.pad(batch, return_tensors="pt")
+        width = self._padded(max(len(ids) for ids in batch["input_ids"]))
+        features = self._tokenizer.pad(batch, padding="max_length", max_length=width, return_tensors="pt")
         features = {k: v.to(self.device) for k, v in features.items()}
         with torch.inference_mode():
             return self._logits(features).float().cpu().numpy()

@@ -220,7 +220,7 @@ class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
     def _batch_logits(self, batch: dict[str, list]) -> Any:
         import numpy as np
 
-        width = max(len(ids) for ids in batch["input_ids"])
+        width = self._padded(max(len(ids) for ids in batch["input_ids"]))
         feeds = {}
         for name in self._model.inputs:
             fill = (getattr(self._model.config, "pad_token_id", 0) or 0) if name == "input_ids" else 0
