@@ -12,7 +12,6 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from .policy import MAX_STEPS
 
@@ -194,34 +193,37 @@ def _fit_combination(args: argparse.Namespace) -> int:
     return 0
 
 
-def _web_provider(spec: str) -> Any:
-    """--web: none, replay:PATH (recorded results), serpapi or serper (keys from the environment)."""
-    from .web import ReplaySearch, SerpAPISearch, SerperSearch
-
+def _web_spec(spec: str) -> str:
+    """--web, checked before any work: a known kind, a readable replay file."""
     kind, _, target = spec.partition(":")
-    if kind == "none":
-        return None
     if kind == "replay" and target:
         _readable(target, "--web replay:")
-        return ReplaySearch(target)
-    if kind == "serpapi":
-        return SerpAPISearch()
-    if kind == "serper":
-        return SerperSearch()
-    raise UsageError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
+    elif spec not in ("none", "serpapi", "serper"):
+        raise UsageError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
+    return spec
 
 
 def _run(args: argparse.Namespace) -> int:
     from .config import CRAGConfig
-    from .run import run
+    from .run import run, web_search_from_spec
 
     _readable(args.data, "--data")
     _writable(args.out, "--out")
     _readable(args.thresholds, "--thresholds")
     config = CRAGConfig(evaluator=args.evaluator, upper=args.upper, lower=args.lower, thresholds_path=args.thresholds,
                         score_titles=args.titles)
-    corrector = config.build(web_search=_web_provider(args.web))
-    run(corrector, args.data, args.out, batch_size=args.batch_size, limit=args.limit, log=sys.stdout)
+    web = web_search_from_spec(_web_spec(args.web))  # a missing key fails here, before any work
+    if args.engine == "ray":
+        from .ray_engine import run_on_ray
+
+        _needs("ray", "--engine ray needs Ray Data: pip install 'crag-shared[ray]'")
+        config.make_evaluator()  # a bad spec or a missing path fails here; actors load the model itself
+        run_on_ray(config, args.data, args.out, web=args.web, batch_size=args.batch_size, limit=args.limit,
+                   actors=args.actors, num_gpus=args.num_gpus, log=sys.stdout)
+        return 0
+    config.make_evaluator().warm_up()  # a bad evaluator spec or model fails before the output is opened
+    run(config.build(web_search=web), args.data, args.out, batch_size=args.batch_size, limit=args.limit,
+        log=sys.stdout)
     return 0
 
 
@@ -295,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--web", default="none", help="none | replay:PATH | serpapi | serper (keys: environment)")
     batch.add_argument("--batch-size", type=POSITIVE_INT, default=32, help="queries per correct_many call")
     batch.add_argument("--limit", type=POSITIVE_INT, help="stop once this many queries are in --out")
+    batch.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="local: this process; ray: Ray Data on a local cluster, or the one in RAY_ADDRESS")
+    batch.add_argument("--actors", type=POSITIVE_INT, default=1,
+                       help="--engine ray: evaluator actors (each loads the evaluator once)")
+    batch.add_argument("--num-gpus", type=NON_NEGATIVE, default=0.0,
+                       help="--engine ray: GPUs per actor (fractions share a GPU)")
     _add_titles(batch)
     batch.set_defaults(func=_run)
 

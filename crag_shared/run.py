@@ -8,7 +8,7 @@ with provenance, rewritten query, web URLs and the trace; or its error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from .corrector import Corrector
 from .data import json_rows
 from .types import CorrectionResult, FailedCorrection, Passage
+from .web.base import WebSearch
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,21 @@ def finished_ids(path: Path) -> set[str]:
     return done
 
 
+def web_search_from_spec(spec: str) -> WebSearch | None:
+    """`--web`: none, replay:PATH (recorded results), serpapi or serper (keys from the environment, read
+    where the corrector runs: in this process, or in each Ray actor)."""
+    from .web import ReplaySearch, SerpAPISearch, SerperSearch
+
+    kind, _, target = spec.partition(":")
+    if kind == "none" and not target:
+        return None
+    if kind == "replay" and target:
+        return ReplaySearch(target)
+    if kind in ("serpapi", "serper") and not target:
+        return SerpAPISearch() if kind == "serpapi" else SerperSearch()
+    raise ValueError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
+
+
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
     if isinstance(result, FailedCorrection):
         return {"id": job.id, "question": job.question, "error": result.error}
@@ -83,33 +99,49 @@ def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, A
             "trace": result.trace.to_dict()}
 
 
-def run(corrector: Corrector, data: str | Path, out: str | Path, *, batch_size: int = 32, limit: int | None = None,
-        progress: bool = True, log: TextIO | None = None) -> dict[str, int]:
-    """Correct every job not yet in `out`, `batch_size` queries per `correct_many`, appending and flushing
-    after each batch: rerunning skips finished ids, and a crash loses at most the batch in flight."""
-    from tqdm.auto import tqdm
+def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, bool]]:
+    """One `correct_many` over `jobs`: each one's output line and whether it failed, in order (both
+    engines run this)."""
+    results = corrector.correct_many([(job.question, job.passages) for job in jobs])
+    return [(json.dumps(record(job, result), ensure_ascii=False), isinstance(result, FailedCorrection))
+            for job, result in zip(jobs, results)]
 
-    out = Path(out)
+
+def pending_jobs(data: str | Path, out: Path, limit: int | None) -> tuple[list[Job], int]:
+    """The jobs not yet in `out` (at most `limit` in `out` in all), and how many are there already."""
     done = finished_ids(out)
     jobs = [job for job in read_jobs(data) if job.id not in done]
     if limit is not None:
         jobs = jobs[: max(0, limit - len(done))]
-    counts = {"skipped": len(done), "done": 0, "failed": 0}
-    with out.open("a", encoding="utf-8") as sink, tqdm(total=len(jobs), desc="crag run", unit="query",
+    return jobs, len(done)
+
+
+def write_all(out: Path, batches: Iterable[list[tuple[str, bool]]], total: int, skipped: int, *, progress: bool,
+              log: TextIO | None) -> dict[str, int]:
+    """Append each batch of lines to `out` and flush it before taking the next: rerunning skips finished
+    ids, and a crash loses at most the batches in flight."""
+    from tqdm.auto import tqdm
+
+    counts = {"skipped": skipped, "done": 0, "failed": 0}
+    with out.open("a", encoding="utf-8") as sink, tqdm(total=total, desc="crag run", unit="query",
                                                        disable=not progress) as bar:
-        for batch in _batches(jobs, batch_size):
-            results = corrector.correct_many([(job.question, job.passages) for job in batch])
-            for job, result in zip(batch, results):
-                sink.write(json.dumps(record(job, result), ensure_ascii=False) + "\n")
-                counts["failed" if isinstance(result, FailedCorrection) else "done"] += 1
+        for lines in batches:
+            sink.write("".join(line + "\n" for line, _ in lines))
             sink.flush()
-            bar.update(len(batch))
+            failed = sum(failure for _, failure in lines)
+            counts["failed"] += failed
+            counts["done"] += len(lines) - failed
+            bar.update(len(lines))
     if log is not None:
         log.write(f"crag run: {counts['done']} corrected, {counts['failed']} failed, {counts['skipped']} already "
                   f"in {out}\n")
     return counts
 
 
-def _batches(jobs: Sequence[Job], size: int) -> Iterator[Sequence[Job]]:
-    for start in range(0, len(jobs), size):
-        yield jobs[start:start + size]
+def run(corrector: Corrector, data: str | Path, out: str | Path, *, batch_size: int = 32, limit: int | None = None,
+        progress: bool = True, log: TextIO | None = None) -> dict[str, int]:
+    """The local engine: every job not yet in `out`, `batch_size` queries per `correct_many`, in this process."""
+    out = Path(out)
+    jobs, skipped = pending_jobs(data, out, limit)
+    batches = (record_lines(corrector, jobs[start:start + batch_size]) for start in range(0, len(jobs), batch_size))
+    return write_all(out, batches, len(jobs), skipped, progress=progress, log=log)
