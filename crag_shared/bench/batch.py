@@ -1,20 +1,26 @@
-"""`crag bench batch`: `Corrector.correct_many` against the per-query loop, on PopQA, within one run."""
+"""`crag bench batch`: `Corrector.correct_many` against the per-query loop, and the Ray engine against the
+local one, on PopQA, within one run."""
 
 from __future__ import annotations
 
+import json
+import tempfile
 import time
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
 
 from ..config import CRAGConfig
+from ..evaluators import evaluator_from_spec
 from ..refine import sentence_spans
+from ..run import run as run_locally
 from .throughput import load_popqa
 
 
 def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_size: int = 32,
-        rounds: int = 3) -> dict[str, float]:
+        rounds: int = 3, engines: bool = False, copies: int = 1) -> dict[str, float]:
     """Queries/s of the loop and of correct_many (best of `rounds`, interleaved, cold sentence cache each
-    time), and whether both gave the same actions and knowledge."""
+    time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too."""
     data = load_popqa(bench, queries)
     corrector = CRAGConfig(evaluator=evaluator).build()
     corrector.correct(*data[0])  # load the model outside the timings
@@ -37,4 +43,54 @@ def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_s
               f"  per-query loop {figures['loop_qps']:.1f} queries/s | correct_many (batches of {batch_size}) "
               f"{figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: {same}\n")
     figures["same"] = float(same)
+    if engines:
+        figures.update(compare_engines(out, bench, evaluator, queries=queries, batch_size=batch_size, copies=copies,
+                                       rounds=rounds))
+        figures["same"] = float(same and figures["identical_knowledge"])
+    return figures
+
+
+def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, batch_size: int,
+                    copies: int = 1, rounds: int = 1) -> dict[str, float]:
+    """`crag run`'s local engine against `--engine ray` on a local cluster over the same records (PopQA,
+    `copies` times under new ids), each from a cold start as a user runs it: the local engine loads its
+    evaluator, Ray starts its actor (the cluster's start is timed apart, once), and both write their JSONL.
+    Best of `rounds`, interleaved."""
+    if find_spec("ray") is None:
+        raise SystemExit("the engine comparison needs Ray Data: pip install 'crag-shared[ray]'")
+    import ray
+
+    from ..ray_engine import run_on_ray
+
+    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    config = CRAGConfig(evaluator=evaluator)
+    with tempfile.TemporaryDirectory(prefix="crag-bench-engines-") as work:
+        data, local_out, ray_out = Path(work, "in.jsonl"), Path(work, "local.jsonl"), Path(work, "ray.jsonl")
+        data.write_text("".join(json.dumps({"id": f"{copy}-{r['idx']}", "question": r["question"],
+                                            "ctxs": r["ctxs"][:10]}) + "\n" for copy in range(copies) for r in rows))
+        started = time.perf_counter()
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False, log_to_driver=False)
+        cluster_s = time.perf_counter() - started
+        local_times, ray_times = [], []
+        for _ in range(rounds):
+            for path in (local_out, ray_out):
+                path.unlink(missing_ok=True)
+            sentence_spans.cache_clear()
+            started = time.perf_counter()
+            run_locally(config.build(evaluator=evaluator_from_spec(evaluator)), data, local_out,
+                        batch_size=batch_size, progress=False)
+            local_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            run_on_ray(config, data, ray_out, batch_size=batch_size, progress=False)
+            ray_times.append(time.perf_counter() - started)
+        local_s, ray_s = min(local_times), min(ray_times)
+        knowledge = [[json.loads(line)["knowledge"] for line in path.open(encoding="utf-8")]
+                     for path in (local_out, ray_out)]
+    figures = {"engine_queries": float(len(rows) * copies), "local_s": local_s, "ray_cluster_s": cluster_s,
+               "ray_s": ray_s, "ray_ratio": ray_s / local_s, "identical_knowledge": float(knowledge[0] == knowledge[1])}
+    out.write(f"  crag run engines over {len(rows) * copies} queries (batches of {batch_size}): local {local_s:.1f} s "
+              f"(evaluator load included) | ray {ray_s:.1f} s (actor start and load included) = "
+              f"{figures['ray_ratio']:.2f}x, plus {cluster_s:.1f} s to start the local cluster | identical "
+              f"knowledge: {knowledge[0] == knowledge[1]}\n")
     return figures
