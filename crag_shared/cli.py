@@ -125,6 +125,13 @@ def _bench_dir(value: str | None) -> Path:
 def _bench_throughput(args: argparse.Namespace) -> int:
     from .bench.throughput import run
 
+    if args.device != "cpu":
+        from .bench.device import run as on_device
+
+        _needs("torch", "the device rows need torch and transformers: pip install 'crag-shared[torch]'")
+        on_device(sys.stdout, _bench_dir(args.bench_dir), args.device, queries=args.queries,
+                  baseline_queries=args.baseline_queries, rounds=args.rounds)
+        return 0
     run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, baseline_queries=args.baseline_queries,
         rounds=args.rounds)
     return 0
@@ -134,7 +141,7 @@ def _bench_batch(args: argparse.Namespace) -> int:
     from .bench.batch import run
 
     figures = run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator, queries=args.queries,
-                  batch_size=args.batch_size, rounds=args.rounds)
+                  batch_size=args.batch_size, rounds=args.rounds, engines=args.engines, copies=args.copies)
     return 0 if figures["same"] else 1
 
 
@@ -233,9 +240,11 @@ def _export_onnx(args: argparse.Namespace) -> int:
     _needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
     _needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")
     _writable(args.out, "--out")
-    target = export_onnx(args.model, args.out, quantize=not args.float)
+    target = export_onnx(args.model, args.out, quantize=not args.float, embedding=args.embedding)
+    name, prefix = ("OnnxEmbeddingEvaluator", "onnx-embedding") if args.embedding else ("OnnxCrossEncoderEvaluator",
+                                                                                        "onnx")
     print(f"exported {args.model} to {target} ({'float32' if args.float else 'int8 weights'}); "
-          f"use it as OnnxCrossEncoderEvaluator({str(target)!r}) or evaluator='onnx:{target}'")
+          f"use it as {name}({str(target)!r}) or evaluator='{prefix}:{target}'")
     return 0
 
 
@@ -281,10 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_titles(train)
     train.set_defaults(func=_train)
 
-    export = commands.add_parser("export-onnx", help="export a cross-encoder for ONNX Runtime (fused, int8)")
-    export.add_argument("model", help="checkpoint directory or hub id (any CrossEncoderEvaluator model)")
+    export = commands.add_parser("export-onnx", help="export a cross-encoder (or an encoder) for ONNX Runtime "
+                                                     "(fused, int8)")
+    export.add_argument("model", help="checkpoint directory or hub id (any CrossEncoderEvaluator model, or with "
+                                      "--embedding any EmbeddingEvaluator encoder)")
     export.add_argument("out", help="directory to write; loading it needs onnxruntime, not torch")
     export.add_argument("--float", action="store_true", help="keep float32 weights instead of int8")
+    export.add_argument("--embedding", action="store_true",
+                        help="export a sentence encoder for OnnxEmbeddingEvaluator (mean-pooled embedding)")
     export.set_defaults(func=_export_onnx)
 
     batch = commands.add_parser("run", help="CRAG over a data set (JSONL in, JSONL out), resumable")
@@ -329,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
     throughput.add_argument("--baseline-queries", type=POSITIVE_INT, default=6)
     throughput.add_argument("--rounds", type=POSITIVE_INT, default=3, help="interleaved rounds; the best is reported")
+    throughput.add_argument("--device", default="cpu",
+                            help="cpu: the CPU table (torch, int8, ONNX); cuda, cuda:N, mps or auto: the GPU rows "
+                                 "(paper-style, crag defaults, bf16 first and warm pass)")
     throughput.set_defaults(func=_bench_throughput)
     many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
     many.add_argument("--bench-dir")
@@ -336,6 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--queries", type=POSITIVE_INT, default=100)
     many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
     many.add_argument("--rounds", type=POSITIVE_INT, default=3)
+    many.add_argument("--engines", action="store_true",
+                      help="also time `crag run`'s local engine against --engine ray (needs crag-shared[ray])")
+    many.add_argument("--copies", type=POSITIVE_INT, default=1,
+                      help="--engines: run the queries this many times over, under new ids")
     many.set_defaults(func=_bench_batch)
     recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
     recall.add_argument("--bench-dir")

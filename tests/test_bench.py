@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from crag_shared import Corrector, CrossEncoderEvaluator, StripRefiner
+from crag_shared import Corrector, CrossEncoderEvaluator, StripRefiner, T5Evaluator
 
 
 def test_each_passage_and_strip_is_scored_once_per_query(tiny_bert):
@@ -70,3 +70,31 @@ def test_a_strip_differing_from_its_passage_only_in_whitespace_is_not_scored_aga
     result = corrector.correct("what is the capital of france", [passage])
     assert [s.text for s in result.knowledge] == [passage.strip()]  # one strip: the passage, trimmed
     assert sum(texts) == 1 and result.knowledge[0].score == result.scores[0]
+
+
+@pytest.mark.slow
+def test_device_rows_run_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
+    import io
+
+    from crag_shared.bench.device import device_rows
+    from crag_shared.bench.throughput import load_popqa
+
+    out = io.StringIO()
+    models = {"bert": (CrossEncoderEvaluator, str(tiny_bert)), "t5": (T5Evaluator, str(tiny_t5))}
+    rows = device_rows(out, load_popqa(bench_dir, 3), "cpu", models, baseline_queries=1, rounds=1)
+    for name in models:
+        row = rows[name]
+        assert row["paper_pairs_per_s"] > 0 and row["defaults_speedup"] > 0 and row["first_pass_slowdown"] > 0
+        assert row["batching"][2] == 1  # exact lengths on a CPU
+    assert "paper-style" in out.getvalue() and "warm_buckets=True" in out.getvalue()
+
+
+def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys):
+    import torch
+
+    from crag_shared.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["bench", "throughput", "--bench-dir", str(bench_dir), "--device", "cuda"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
