@@ -86,3 +86,22 @@ def test_haystack_reuses_the_pipelines_embedders():
     assert isinstance(loaded.get_component("crag").text_embedder, HashingTextEmbedder)
     with pytest.raises(ValueError, match="text_embedder"):
         RetrievalRouter(evaluator="embedding")
+
+
+@pytest.mark.slow
+def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path):
+    from crag_shared import OnnxEmbeddingEvaluator
+    from crag_shared.cli import main
+
+    torch_scores = EmbeddingEvaluator(str(tiny_bert)).score(QUERY, TEXTS)
+    fp32 = OnnxEmbeddingEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path / "fp32", batch_size=3)
+    assert fp32.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=1e-4)
+    assert fp32.score(QUERY, TEXTS) == pytest.approx([fp32.score(QUERY, [t])[0] for t in TEXTS], abs=1e-5)
+
+    assert main(["export-onnx", str(tiny_bert), str(tmp_path / "int8"), "--embedding"]) == 0
+    spec = f"onnx-embedding:{tmp_path / 'int8'}"
+    int8 = evaluator_from_spec(spec)
+    assert isinstance(int8, OnnxEmbeddingEvaluator) and int8.spec == spec
+    assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.1)
+    with pytest.raises(ValueError, match="an encoder"):  # an encoder export is not a cross-encoder
+        evaluator_from_spec(f"onnx:{tmp_path / 'int8'}").score(QUERY, TEXTS)

@@ -1,4 +1,5 @@
-"""Retrieval evaluators: one interface; backends lexical, T5, cross-encoder (torch or ONNX Runtime), LLM judge."""
+"""Retrieval evaluators: one interface; backends lexical, T5, cross-encoder and embedding (torch or ONNX
+Runtime), a fitted combination, LLM judge."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .embedding import EmbeddingEvaluator
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
+from .onnx_embedding import OnnxEmbeddingEvaluator
 from .t5 import T5Evaluator
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "LLMEvaluator",
     "LexicalEvaluator",
     "OnnxCrossEncoderEvaluator",
+    "OnnxEmbeddingEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
     "evaluator_from_spec",
@@ -34,7 +37,8 @@ __all__ = [
 
 def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> RetrievalEvaluator:
     """Build an evaluator from its spec: 'lexical', 't5:PATH_OR_ID', 'cross-encoder:PATH_OR_ID',
-    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine), 'combined:FILE.json' (a fitted
+    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine), 'onnx-embedding:PATH_OR_ID' (the same
+    on ONNX Runtime), 'combined:FILE.json' (a fitted
     combination), or 'llm' / 'llm:per_document' (the LLM judge, which needs `llm`).
 
     This is the one place specs are read: the CLI, the adapters and serialized components all come
@@ -64,12 +68,14 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
         return CombinedEvaluator.load(target)
     if kind == "embedding" and target:
         return EmbeddingEvaluator(target, **kwargs)
+    if kind == "onnx-embedding" and target:
+        return OnnxEmbeddingEvaluator(target, **kwargs)
     if kind == "embedding":
         raise ValueError("evaluator 'embedding' without a path uses the framework's embedding model: the "
                          "adapters build it (LlamaIndex Settings.embed_model, Haystack embedders); here "
                          "pass 'embedding:PATH'")
     raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH', 'cross-encoder:PATH', "
-                     "'onnx:PATH', 'embedding:PATH', 'combined:FILE' or 'llm'")
+                     "'onnx:PATH', 'embedding:PATH', 'onnx-embedding:PATH', 'combined:FILE' or 'llm'")
 
 
 _SHARED: dict[str, RetrievalEvaluator] = {}

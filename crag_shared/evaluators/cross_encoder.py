@@ -79,6 +79,12 @@ def _masked_mean(hidden: Any, mask: Any) -> Any:
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 
+def mean_pooled(hidden: Any, mask: Any) -> Any:
+    """A sentence embedding as sentence-transformers makes it: the attention-masked token mean, L2-normalised
+    (shared by `EmbeddingEvaluator` and its ONNX export)."""
+    return require_torch()[0].nn.functional.normalize(_masked_mean(hidden, mask).float(), dim=-1)
+
+
 def pooled_logits(model: Any, features: dict[str, Any]) -> Any:
     """Logits of a sequence-classification model under its `crag_pooling` (shared by training and inference).
 

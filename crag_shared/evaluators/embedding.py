@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Evaluation, RetrievalEvaluator
+from .cross_encoder import mean_pooled
 from .hf import load_once, pick_device, require_torch
 
 #: texts -> one embedding per text (a framework's embedding model, or our HF encoder)
@@ -78,21 +79,21 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         if self._embed_texts is not None:
             return [_normalised(v) for v in self._embed_texts(list(texts))]
         self.warm_up()
-        torch, _ = require_torch()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths, little padding
         vectors: list[list[float]] = [[] for _ in texts]
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                index = order[start:start + self.batch_size]
-                batch = self._tokenizer([texts[i] for i in index], padding=True, truncation=True,
-                                        max_length=self.max_length, return_tensors="pt").to(self.device)
-                hidden = self._model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled.float(), dim=-1)
-                for i, row in zip(index, pooled.cpu().tolist()):
-                    vectors[i] = row
+        for start in range(0, len(order), self.batch_size):
+            index = order[start:start + self.batch_size]
+            for i, row in zip(index, self._embed_batch([texts[i] for i in index])):
+                vectors[i] = row
         return vectors
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        torch, _ = require_torch()
+        with torch.inference_mode():
+            batch = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                                    return_tensors="pt").to(self.device)
+            hidden = self._model(**batch).last_hidden_state
+            return mean_pooled(hidden, batch["attention_mask"]).cpu().tolist()
 
     def _query_vector(self, query: str) -> list[float]:
         if self._embed_texts is not None:

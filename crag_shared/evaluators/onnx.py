@@ -25,7 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..cache import cache_dir
-from .cross_encoder import CrossEncoderEvaluator, pooled_logits
+from .cross_encoder import CrossEncoderEvaluator, mean_pooled, pooled_logits
 from .hf import require_torch
 
 INSTALL_HINT = "the ONNX backend needs onnxruntime and onnx: pip install 'crag-shared[onnx]'"
@@ -65,13 +65,74 @@ def _fingerprint(model: str) -> str:
     return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def default_export_dir(model: str, quantize: bool) -> Path:
-    """One cache entry per checkpoint state and precision, so float and int8 exports never replace each other."""
-    return cache_dir("onnx", f"{Path(model).name or 'model'}-{_fingerprint(model)}-{'int8' if quantize else 'fp32'}")
+def default_export_dir(model: str, quantize: bool, embedding: bool = False) -> Path:
+    """One cache entry per checkpoint state, precision and head, so float and int8 exports (or a checkpoint
+    exported as a cross-encoder and as an encoder) never replace each other."""
+    kind = ("-embedding" if embedding else "") + ("-int8" if quantize else "-fp32")
+    return cache_dir("onnx", f"{Path(model).name or 'model'}-{_fingerprint(model)}{kind}")
 
 
-def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_files_only: bool = False) -> Path:
-    """Export a sequence-classification checkpoint (with its `crag_pooling`, if any) to `target`.
+def exported(model: str, quantize: bool, export_dir: Path | None, *, embedding: bool = False,
+             local_files_only: bool = False) -> Path:
+    """The export directory for `model`: `model` itself when it is one (its precision and head must be the
+    ones asked for), else `export_dir` or the cache entry, exported there on first use."""
+    source = Path(model)
+    if (source / MANIFEST).exists():
+        manifest = json.loads((source / MANIFEST).read_text())
+        if manifest["quantized"] != quantize:
+            raise ValueError(f"{source} holds a {'quantized' if manifest['quantized'] else 'float'} export; "
+                             f"pass quantize={manifest['quantized']}")
+        if (manifest.get("output") == "embedding") != embedding:
+            raise ValueError(f"{source} holds an export of {'an encoder' if not embedding else 'a cross-encoder'}; "
+                             f"use {'onnx-embedding' if not embedding else 'onnx'}:{source}")
+        return source
+    target = export_dir or default_export_dir(model, quantize, embedding)
+    if not (target / onnx_file(quantize)).exists():
+        export_onnx(model, target, quantize=quantize, local_files_only=local_files_only, embedding=embedding)
+    return target
+
+
+def open_export(directory: Path, max_length: int, num_threads: int | None) -> tuple[Any, Any, dict[str, Any]]:
+    """(ONNX Runtime session, unpadded truncating tokenizer, manifest) of an export directory."""
+    ort = _require_onnxruntime()
+    from tokenizers import Tokenizer
+
+    manifest = json.loads((directory / MANIFEST).read_text())
+    options = ort.SessionOptions()
+    if num_threads:
+        options.intra_op_num_threads = num_threads
+    session = ort.InferenceSession(str(directory / manifest["file"]), options, providers=["CPUExecutionProvider"],
+                                   disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length, strategy="longest_first")
+    return session, tokenizer, manifest
+
+
+def run_padded(session: Any, inputs: Sequence[str], batch: dict[str, list], width: int, pad_id: int) -> Any:
+    """Run one batch of unpadded encodings, right-padded to `width`, as float32 numpy."""
+    import numpy as np
+
+    feeds = {}
+    for name in inputs:
+        padded = np.full((len(batch[name]), width), pad_id if name == "input_ids" else 0, dtype=np.int64)
+        for row, values in enumerate(batch[name]):
+            padded[row, :len(values)] = values
+        feeds[name] = padded
+    return session.run(None, feeds)[0].astype(np.float32)
+
+
+def encodings(tokenizer: Any, items: Sequence[Any]) -> dict[str, list]:
+    """Token ids, masks and segment ids of texts or (text, text) pairs, unpadded."""
+    encoded = tokenizer.encode_batch(list(items))
+    return {"input_ids": [e.ids for e in encoded], "attention_mask": [e.attention_mask for e in encoded],
+            "token_type_ids": [e.type_ids for e in encoded]}
+
+
+def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_files_only: bool = False,
+                embedding: bool = False) -> Path:
+    """Export a sequence-classification checkpoint (with its `crag_pooling`, if any) to `target`; with
+    `embedding`, a sentence encoder instead, whose graph ends in the mean-pooled, L2-normalised embedding.
 
     Uses torch's TorchScript exporter (opset 17), whose graphs ONNX Runtime's BERT optimizer can fuse
     (the dynamo exporter's graphs currently break its quantizer) into Attention, embedding and layer-norm
@@ -90,32 +151,36 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
     if not tokenizer.is_fast:
         raise ValueError(f"{model}: the ONNX backend needs a fast (tokenizers) tokenizer, which this model lacks")
     # eager attention exports as plain MatMul/Softmax, the pattern ORT fuses into one Attention op
-    network = transformers.AutoModelForSequenceClassification.from_pretrained(
-        model, local_files_only=local_files_only, attn_implementation="eager").eval()
+    auto = transformers.AutoModel if embedding else transformers.AutoModelForSequenceClassification
+    network = auto.from_pretrained(model, local_files_only=local_files_only, attn_implementation="eager").eval()
     config = network.config
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
              if n in tokenizer("a", "b", return_token_type_ids=True)]
 
-    class Logits(torch.nn.Module):
+    class Head(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.network = network
 
         def forward(self, *inputs: Any) -> Any:
-            return pooled_logits(self.network, dict(zip(names, inputs)))
+            features = dict(zip(names, inputs))
+            if embedding:
+                return mean_pooled(self.network(**features).last_hidden_state, features["attention_mask"])
+            return pooled_logits(self.network, features)
 
     sample = tokenizer(["a question", "a question"], ["a passage", "a longer passage here"], padding=True,
                        return_tensors="pt", return_token_type_ids=True)
+    output = "embedding" if embedding else "logits"
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))  # a failed export leaves nothing
     try:
         raw = work / "raw.onnx"
         with warnings.catch_warnings():  # the TorchScript exporter is marked deprecated; it is the one ORT fuses
             warnings.simplefilter("ignore")
-            torch.onnx.export(Logits(), tuple(sample[n] for n in names), str(raw), input_names=names,
-                              output_names=["logits"], opset_version=17, dynamo=False,
+            torch.onnx.export(Head(), tuple(sample[n] for n in names), str(raw), input_names=names,
+                              output_names=[output], opset_version=17, dynamo=False,
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
-                                            "logits": {0: "batch"}})
+                                            output: {0: "batch"}})
         fused = work / onnx_file(False)
         if config.model_type in FUSABLE:
             fusions = FusionOptions("bert")
@@ -136,7 +201,7 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
         tokenizer.save_pretrained(work)
         config.save_pretrained(work)
         (work / MANIFEST).write_text(json.dumps({"source": model, "quantized": quantize, "inputs": names,
-                                                 "file": onnx_file(quantize)}, indent=2))
+                                                 "file": onnx_file(quantize), "output": output}, indent=2))
         if target.exists():
             shutil.rmtree(target)
         work.rename(target)
@@ -181,51 +246,16 @@ class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
         super().__init__(model, quantize=quantize, batch_size=batch_size, **kwargs)
         self.export_dir = Path(export_dir) if export_dir else None
 
-    def _exported(self) -> Path:
-        source = Path(self.model_name)
-        if (source / MANIFEST).exists():
-            manifest = json.loads((source / MANIFEST).read_text())
-            if manifest["quantized"] != self.quantize:
-                raise ValueError(f"{source} holds a {'quantized' if manifest['quantized'] else 'float'} export; "
-                                 f"pass quantize={manifest['quantized']}")
-            return source
-        target = self.export_dir or default_export_dir(self.model_name, self.quantize)
-        if not (target / onnx_file(self.quantize)).exists():
-            export_onnx(self.model_name, target, quantize=self.quantize, local_files_only=self.local_files_only)
-        return target
-
     def _load(self) -> None:
-        ort = _require_onnxruntime()
-        from tokenizers import Tokenizer
-
-        directory = self._exported()
-        manifest = json.loads((directory / MANIFEST).read_text())
-        options = ort.SessionOptions()
-        if self.num_threads:
-            options.intra_op_num_threads = self.num_threads
-        session = ort.InferenceSession(str(directory / manifest["file"]), options, providers=["CPUExecutionProvider"],
-                                       disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
-        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(self.max_length, strategy="longest_first")
-        self._tokenizer = tokenizer
+        directory = exported(self.model_name, self.quantize, self.export_dir, local_files_only=self.local_files_only)
+        session, self._tokenizer, manifest = open_export(directory, self.max_length, self.num_threads)
         self._model = OnnxModel(session, _config(directory), manifest["inputs"])
         self.device = "cpu"
 
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:
-        encodings = self._tokenizer.encode_batch([(query, text) for text in texts])
-        return {"input_ids": [e.ids for e in encodings], "attention_mask": [e.attention_mask for e in encodings],
-                "token_type_ids": [e.type_ids for e in encodings]}
+        return encodings(self._tokenizer, [(query, text) for text in texts])
 
     def _batch_logits(self, batch: dict[str, list]) -> Any:
-        import numpy as np
-
         width = self._padded(max(len(ids) for ids in batch["input_ids"]))
-        feeds = {}
-        for name in self._model.inputs:
-            fill = (getattr(self._model.config, "pad_token_id", 0) or 0) if name == "input_ids" else 0
-            padded = np.full((len(batch[name]), width), fill, dtype=np.int64)
-            for row, values in enumerate(batch[name]):
-                padded[row, :len(values)] = values
-            feeds[name] = padded
-        return self._model.session.run(None, feeds)[0].astype(np.float32)
+        return run_padded(self._model.session, self._model.inputs, batch, width,
+                          getattr(self._model.config, "pad_token_id", 0) or 0)
