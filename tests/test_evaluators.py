@@ -300,3 +300,17 @@ def test_batching_defaults_follow_the_device(tiny_bert):
     assert gpu._limits == DEVICE_BATCHING["gpu"] and gpu._padded(17) == 32
     with pytest.raises(ValueError, match="length_bucket"):
         CrossEncoderEvaluator(str(tiny_bert), length_bucket=0)
+
+
+def test_lexical_prefers_a_passage_whose_one_sentence_holds_the_question():
+    question = "When did Marie Curie win the Nobel Prize in Chemistry?"
+    together = "Her family moved often. Marie Curie won the Nobel Prize in Chemistry in 1911. She died in 1934."
+    spread = "Marie Curie was born in Warsaw. A prize is given in Stockholm. Nobel founded it. Chemistry grew."
+    blended, whole = LexicalEvaluator(), LexicalEvaluator(sentence_weight=0.0)
+    assert whole.score(question, [together])[0] == pytest.approx(whole.score(question, [spread])[0], abs=0.15)
+    gap = blended.score(question, [together])[0] - blended.score(question, [spread])[0]
+    assert gap > whole.score(question, [together])[0] - whole.score(question, [spread])[0] + 0.1
+    one_sentence = "Marie Curie won the Nobel Prize in Chemistry."
+    assert blended.score(question, [one_sentence]) == whole.score(question, [one_sentence])
+    with pytest.raises(ValueError, match="sentence_weight"):
+        LexicalEvaluator(sentence_weight=2)

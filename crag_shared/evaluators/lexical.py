@@ -22,7 +22,11 @@ class LexicalEvaluator(RetrievalEvaluator):
       last name) that stand adjacent in the text;
     - focus: whether the matches start early in the text, the way a passage *about* something names it
       first.
-    The combination is mapped to [-1, 1].
+    The combination is mapped to [-1, 1], for the whole text and for its best sentence, and the two are
+    averaged (`sentence_weight`): an answer is usually stated in one sentence, and a passage that spreads
+    the question's words over unrelated sentences is the typical hard negative. Chosen on qa_pairs train
+    (never on PopQA): pair AUROC on qa_pairs eval 0.866 -> 0.877, its hard negatives 0.824 -> 0.839,
+    PopQA 0.855 -> 0.857 and with titles 0.974 -> 0.974 (README). `sentence_weight=0` is the text alone.
 
     Where it fails: it cannot see paraphrase or synonyms ("born" vs "birthplace"), negation, or whether
     the text actually states the answer rather than merely naming the subject; it rewards passages about
@@ -32,8 +36,13 @@ class LexicalEvaluator(RetrievalEvaluator):
 
     default_thresholds = (0.2, -0.5)
 
-    def __init__(self, thresholds: tuple[float, float] | None = None) -> None:
+    def __init__(self, thresholds: tuple[float, float] | None = None, *, sentence_weight: float = 0.5,
+                 language: str = "en") -> None:
+        if not 0.0 <= sentence_weight <= 1.0:
+            raise ValueError(f"sentence_weight must lie in [0, 1], got {sentence_weight}")
         self._thresholds = tuple(thresholds) if thresholds is not None else None
+        self.sentence_weight = sentence_weight
+        self.language = language
 
     @property
     def spec(self) -> str:
@@ -41,7 +50,17 @@ class LexicalEvaluator(RetrievalEvaluator):
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         question = _Question(query)
-        return Evaluation([question.score(text) for text in texts])
+        return Evaluation([self._score(question, text) for text in texts])
+
+    def _score(self, question: _Question, text: str) -> float:
+        whole = question.score(text)
+        if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
+            return whole
+        from ..refine import sentence_spans  # cached: the refiner splits the same passages
+
+        spans = sentence_spans(self.language, text)
+        best = max((question.score(text[a:b]) for a, b in spans), default=whole) if len(spans) > 1 else whole
+        return (1.0 - self.sentence_weight) * whole + self.sentence_weight * best
 
 
 _NAME_HEAD = 1.8  # weight factor of the last word of a capitalised run ("Harrison" in "Charles Harrison")
