@@ -5,6 +5,7 @@ from typing import Any
 from haystack import Document
 
 from crag_shared import CRAGConfig, EmbeddingEvaluator, RetrievalEvaluator
+from crag_shared.evaluators import embedding_unit
 
 
 def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None,
@@ -32,8 +33,9 @@ def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedd
                   ) -> RetrievalEvaluator | None:
     """The evaluator instance a component needs beyond its spec: `evaluator="embedding"` is the pipeline's
     own embedders; every other spec is built by the config (None here)."""
-    if config.evaluator != "embedding":
+    unit = embedding_unit(config.evaluator)
+    if unit is None:
         return None
     if text_embedder is None:
-        raise ValueError("evaluator='embedding' needs text_embedder= (and ideally document_embedder=)")
-    return embedding_evaluator(text_embedder, document_embedder)
+        raise ValueError(f"evaluator={config.evaluator!r} needs text_embedder= (and ideally document_embedder=)")
+    return embedding_evaluator(text_embedder, document_embedder, unit=unit)

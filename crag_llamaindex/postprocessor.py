@@ -23,6 +23,7 @@ from crag_shared import (
     WebSearch,
 )
 from crag_shared.config import config_from, evaluator_spec
+from crag_shared.evaluators import embedding_unit
 from crag_shared.evaluators.llm import check_judge_prompt
 
 from .convert import knowledge_nodes, to_passage
@@ -64,8 +65,9 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         super().__init__(config=config, return_strips=return_strips,
                          callback_manager=callback_manager or CallbackManager())
         instance = None if evaluator is None or isinstance(evaluator, str) else evaluator
-        if instance is None and config.evaluator == "embedding":  # the embedding model the app already has
-            instance = embedding_evaluator()
+        unit = embedding_unit(config.evaluator)
+        if instance is None and unit:  # the embedding model the app already has
+            instance = embedding_evaluator(unit=unit)
         self._corrector = config.build(llm=LlamaIndexLLM(llm), web_search=web_search, evaluator=instance)
 
     @classmethod

@@ -17,7 +17,25 @@ def test_scores_are_batch_independent_and_in_range(tiny_bert):
     assert together == pytest.approx(alone, abs=1e-5)
     assert all(-1.0 <= s <= 1.0 for s in together)
     cosines = evaluator.cosines(QUERY, TEXTS)
-    assert together == pytest.approx([max(-1, min(1, (c - 0.3) / 0.4)) for c in cosines])
+    assert (evaluator.midpoint, evaluator.spread, evaluator.thresholds) == (0.55, 0.25, (0.0, -0.5))
+    assert together == pytest.approx([max(-1, min(1, (c - 0.55) / 0.25)) for c in cosines])
+
+
+def test_sentence_unit_scores_a_passage_by_its_best_sentence(tiny_bert):
+    by_sentence = EmbeddingEvaluator(str(tiny_bert))
+    by_passage = EmbeddingEvaluator(str(tiny_bert), unit="passage")
+    assert by_passage.thresholds == (0.3, -0.3) and by_passage.spec == f"embedding-passage:{tiny_bert}"
+    sentences = ["Henry Feilden was an English politician.", "The Eiffel Tower stands in Paris.",
+                 "It rained all day."]
+    passage = " ".join(sentences)
+    best = max(by_passage.cosines(QUERY, sentences))
+    expected = [best, *by_passage.cosines(QUERY, ["paris"])]
+    assert by_sentence.cosines(QUERY, [passage, "paris"]) == pytest.approx(expected, abs=1e-6)
+    assert by_passage.cosines(QUERY, [passage])[0] != pytest.approx(best, abs=1e-4)  # the mean is not the best
+    assert evaluator_from_spec(by_passage.spec).unit == "passage" and evaluator_from_spec(by_sentence.spec).unit == \
+        "sentence"
+    with pytest.raises(ValueError, match="unit"):
+        EmbeddingEvaluator(str(tiny_bert), unit="word")
 
 
 def test_spec_round_trip_and_clear_errors(tiny_bert, tmp_path):
@@ -60,6 +78,9 @@ def test_llamaindex_reuses_the_apps_embedding_model():
         assert rebuilt.config.evaluator == "embedding" and isinstance(rebuilt.corrector.evaluator, EmbeddingEvaluator)
         direct = embedding_evaluator(Counting()).score(QUERY, TEXTS)
         assert direct == pytest.approx(result.scores)
+        passage = CRAGPostprocessor(evaluator="embedding-passage")
+        assert passage.corrector.evaluator.unit == "passage"
+        assert CRAGPostprocessor.from_dict(passage.to_dict()).corrector.evaluator.unit == "passage"
     finally:
         Settings._embed_model = previous
     with pytest.raises(TypeError, match="BaseEmbedding"):
@@ -86,6 +107,11 @@ def test_haystack_reuses_the_pipelines_embedders():
     assert isinstance(loaded.get_component("crag").text_embedder, HashingTextEmbedder)
     with pytest.raises(ValueError, match="text_embedder"):
         RetrievalRouter(evaluator="embedding")
+    router = RetrievalRouter(evaluator="embedding-passage", text_embedder=HashingTextEmbedder())
+    router.warm_up()
+    routed = router.run(query=QUERY, documents=documents)
+    assert routed["scores"] == pytest.approx(embedding_evaluator(HashingTextEmbedder(), unit="passage").score(
+        QUERY, TEXTS))
 
 
 @pytest.mark.slow

@@ -30,6 +30,7 @@ __all__ = [
     "OnnxEmbeddingEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
+    "embedding_unit",
     "evaluator_from_spec",
     "shared_evaluator",
 ]
@@ -37,8 +38,9 @@ __all__ = [
 
 def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> RetrievalEvaluator:
     """Build an evaluator from its spec: 'lexical', 't5:PATH_OR_ID', 'cross-encoder:PATH_OR_ID',
-    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine), 'onnx-embedding:PATH_OR_ID' (the same
-    on ONNX Runtime), 'combined:FILE.json' (a fitted
+    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine of the best sentence; 'embedding-passage:'
+    of the whole passage), 'onnx-embedding[-passage]:PATH_OR_ID' (the same on ONNX Runtime),
+    'combined:FILE.json' or 'combined:NAME' (a fitted
     combination), or 'llm' / 'llm:per_document' (the LLM judge, which needs `llm`).
 
     This is the one place specs are read: the CLI, the adapters and serialized components all come
@@ -65,17 +67,35 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
     if kind == "onnx" and target:
         return OnnxCrossEncoderEvaluator(target, **kwargs)
     if kind == "combined" and target:
-        return CombinedEvaluator.load(target)
-    if kind == "embedding" and target:
-        return EmbeddingEvaluator(target, **kwargs)
-    if kind == "onnx-embedding" and target:
-        return OnnxEmbeddingEvaluator(target, **kwargs)
-    if kind == "embedding":
-        raise ValueError("evaluator 'embedding' without a path uses the framework's embedding model: the "
+        shipped = SHIPPED_COMBINATIONS / f"{target}.json"
+        if "/" in target or not shipped.is_file():
+            return CombinedEvaluator.load(target)
+        combination = CombinedEvaluator.load(shipped)
+        combination.path = target  # its spec stays `combined:NAME`, wherever crag is installed
+        return combination
+    base = kind.removesuffix("-passage")
+    if base in ("embedding", "onnx-embedding") and target:
+        backend = EmbeddingEvaluator if base == "embedding" else OnnxEmbeddingEvaluator
+        return backend(target, unit="sentence" if kind == base else "passage", **kwargs)
+    if embedding_unit(spec):
+        raise ValueError(f"evaluator {spec!r} without a path uses the framework's embedding model: the "
                          "adapters build it (LlamaIndex Settings.embed_model, Haystack embedders); here "
-                         "pass 'embedding:PATH'")
+                         f"pass '{kind}:PATH'")
     raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH', 'cross-encoder:PATH', "
-                     "'onnx:PATH', 'embedding:PATH', 'onnx-embedding:PATH', 'combined:FILE' or 'llm'")
+                     "'onnx:PATH', 'embedding[-passage]:PATH', 'onnx-embedding[-passage]:PATH', 'combined:FILE' or "
+                     "'llm'")
+
+
+#: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
+#: best-sentence cosine, fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
+#: `CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]).save("mine.json")`.
+SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
+
+
+def embedding_unit(spec: str) -> str | None:
+    """For the specs that name the framework's own embedding model ("embedding", "embedding-passage"), the
+    unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""
+    return {"embedding": "sentence", "embedding-passage": "passage"}.get(spec.strip().lower())
 
 
 _SHARED: dict[str, RetrievalEvaluator] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .base import Evaluation, RetrievalEvaluator
 from .cross_encoder import mean_pooled
@@ -20,6 +20,16 @@ from .hf import load_once, pick_device, require_torch
 Embed = Callable[[list[str]], list[list[float]]]
 
 
+#: Per unit: (midpoint, spread, default thresholds). Sentence: the two classes' median best-sentence cosines
+#: of all-MiniLM-L6-v2 on qa_pairs train are 0.67 and 0.45, so the midpoint 0.55 maps to 0; passage: the
+#: mapping the passage cosine shipped with.
+UNIT_DEFAULTS: dict[str, tuple[float, float, tuple[float, float]]] = {
+    "sentence": (0.55, 0.25, (0.0, -0.5)),
+    "passage": (0.3, 0.4, (0.3, -0.3)),
+}
+Unit = Literal["sentence", "passage"]
+
+
 class EmbeddingEvaluator(RetrievalEvaluator):
     """Cosine of query and passage embeddings, mapped linearly to [-1, 1]: `clip((cos - midpoint) / spread)`.
 
@@ -27,25 +37,33 @@ class EmbeddingEvaluator(RetrievalEvaluator):
       normalised, as sentence-transformers does (spec `embedding:PATH`); or
     - `embed_query` / `embed_texts`: the embedding model you already have, as functions
       (`crag_llamaindex.embedding_evaluator(embed_model)`, `crag_haystack.embedding_evaluator(...)`).
+    `unit="sentence"` (default) scores a passage by its best sentence's cosine: a passage's mean embedding
+    dilutes the one sentence that answers (pair AUROC on qa_pairs eval 0.877 against 0.826 for the
+    passage, and better or equal on every set measured, README). It embeds each distinct sentence once, so
+    a framework's embedding API sees about twice the tokens of `unit="passage"` (spec `embedding-passage:PATH`).
     Each text is embedded alone (padding is masked), so a score never depends on the other texts.
-    The default mapping and thresholds suit all-MiniLM-L6-v2-like encoders; fit your own with
-    `crag calibrate --evaluator embedding:PATH`.
+    The default mappings suit all-MiniLM-L6-v2-like encoders; fit your own with `crag calibrate`.
     """
 
-    default_thresholds = (0.3, -0.3)
     spec_prefix = "embedding"
 
     def __init__(self, model: str | None = None, *, embed_query: Callable[[str], list[float]] | None = None,
-                 embed_texts: Embed | None = None, midpoint: float = 0.3, spread: float = 0.4,
-                 max_length: int = 256, batch_size: int = 32, device: str | None = None,
-                 thresholds: tuple[float, float] | None = None, local_files_only: bool = False) -> None:
+                 embed_texts: Embed | None = None, unit: Unit = "sentence", midpoint: float | None = None,
+                 spread: float | None = None, max_length: int = 256, batch_size: int = 32,
+                 device: str | None = None, thresholds: tuple[float, float] | None = None,
+                 local_files_only: bool = False, language: str = "en") -> None:
         if (model is None) == (embed_texts is None):
             raise ValueError("EmbeddingEvaluator needs either model=PATH or embed_texts=function")
-        if not spread > 0:
-            raise ValueError(f"spread must be positive, got {spread}")
+        if unit not in UNIT_DEFAULTS:
+            raise ValueError(f"unit must be 'sentence' or 'passage', got {unit!r}")
+        default_midpoint, default_spread, self.default_thresholds = UNIT_DEFAULTS[unit]
+        self.midpoint = default_midpoint if midpoint is None else midpoint
+        self.spread = default_spread if spread is None else spread
+        if not self.spread > 0:
+            raise ValueError(f"spread must be positive, got {self.spread}")
         self.model_name = None if model is None else str(model)
-        self.midpoint = midpoint
-        self.spread = spread
+        self.unit = unit
+        self.language = language
         self.max_length = max_length
         self.batch_size = batch_size
         self.device = device
@@ -59,8 +77,10 @@ class EmbeddingEvaluator(RetrievalEvaluator):
 
     @property
     def spec(self) -> str:
-        """`embedding:PATH`, or `embedding` for a framework's model (the adapter rebuilds it from its settings)."""
-        return f"embedding:{self.model_name}" if self.model_name else "embedding"
+        """`embedding:PATH` (`embedding-passage:PATH`), or `embedding` (`embedding-passage`) for a framework's
+        model, which the adapter rebuilds from its settings."""
+        kind = self.spec_prefix + ("-passage" if self.unit == "passage" else "")
+        return f"{kind}:{self.model_name}" if self.model_name else kind
 
     def warm_up(self) -> None:
         if self.model_name is not None:
@@ -101,13 +121,25 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         return self.encode([query])[0]
 
     def cosines(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine with the query: its best sentence's (unit "sentence") or its own."""
         if not texts:
             return []
         q = self._query_vector(query)
-        return [sum(a * b for a, b in zip(q, v)) for v in self.encode(texts)]
+        if self.unit == "passage":
+            return [_dot(q, v) for v in self.encode(texts)]
+        from ..refine import sentence_spans
+
+        pieces = [[text[a:b] for a, b in sentence_spans(self.language, text)] or [text] for text in texts]
+        distinct = list(dict.fromkeys(piece for group in pieces for piece in group))
+        similarity = dict(zip(distinct, (_dot(q, v) for v in self.encode(distinct))))
+        return [max(similarity[piece] for piece in group) for group in pieces]
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b))
 
 
 def _normalised(vector: Sequence[float]) -> list[float]:

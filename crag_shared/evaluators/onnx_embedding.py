@@ -15,7 +15,8 @@ from .onnx import _config, encodings, exported, open_export, run_padded
 
 
 class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
-    """`EmbeddingEvaluator(model)` scored on ONNX Runtime (spec `onnx-embedding:PATH`).
+    """`EmbeddingEvaluator(model)` scored on ONNX Runtime (spec `onnx-embedding:PATH`, or
+    `onnx-embedding-passage:PATH` for `unit="passage"`).
 
     `model` is an encoder checkpoint (exported on first use into `export_dir`, default a cache entry named
     by the checkpoint's files) or a directory written by `crag export-onnx --embedding`. `quantize=True`
@@ -32,10 +33,6 @@ class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
         self.quantize = quantize
         self.export_dir = Path(export_dir) if export_dir else None
         self.num_threads = num_threads
-
-    @property
-    def spec(self) -> str:
-        return f"{self.spec_prefix}:{self.model_name}"
 
     def _load(self) -> None:
         directory = exported(str(self.model_name), self.quantize, self.export_dir, embedding=True,
