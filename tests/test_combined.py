@@ -92,3 +92,22 @@ def test_train_evaluator_device_flag(tiny_bert, tmp_path, capsys, monkeypatch):
     assert json.loads((tmp_path / "cpu" / "training_report.json").read_text())["config"]["device"] == "cpu"
     assert main([*base, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_shipped_combination_loads_by_name_and_takes_local_members(tiny_bert, tmp_path):
+    from crag_shared.evaluators import SHIPPED_COMBINATIONS, EmbeddingEvaluator, LexicalEvaluator
+
+    shipped = evaluator_from_spec("combined:lexical-minilm")
+    assert shipped.spec == "combined:lexical-minilm" and evaluator_from_spec(shipped.spec).weights == shipped.weights
+    assert isinstance(shipped.members[0], LexicalEvaluator) and all(w > 0 for w in shipped.weights)
+    assert shipped.thresholds == (0.0, -0.8)  # probability 0.5 and 0.1, not the fitting set's Eq. 2 choice
+    local = CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json",
+                                   members=["lexical", f"embedding:{tiny_bert}"])
+    assert isinstance(local.members[1], EmbeddingEvaluator) and local.weights == shipped.weights
+    local.save(tmp_path / "mine.json")
+    mine = evaluator_from_spec(local.spec)
+    assert mine.members[1].spec == f"embedding:{tiny_bert}"
+    assert mine.score("capital of france", ["paris is the capital", "x"]) == pytest.approx(
+        local.score("capital of france", ["paris is the capital", "x"]))
+    with pytest.raises(ValueError, match="1 member specs given for 2"):
+        CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=["lexical"])

@@ -61,9 +61,18 @@ class CombinedEvaluator(RetrievalEvaluator):
     # -- fitting and files -----------------------------------------------------------------------------
     @classmethod
     def fit(cls, members: Sequence[RetrievalEvaluator], pairs: Sequence[Any], *, l2: float = 1e-3,
+            upper_probability: float = 0.5, lower_probability: float = 0.1,
             progress: bool = True) -> CombinedEvaluator:
-        """Fit the weights by L2-regularised logistic regression (Newton steps) on labelled pairs, then
-        the action thresholds by Eq. 2 on the same pairs, grouped by query."""
+        """Fit the weights by L2-regularised logistic regression (Newton steps) on labelled pairs.
+
+        The score is then a probability of relevance, so the thresholds are probabilities too: Correct
+        when some passage is more likely relevant than not (`upper_probability`), Incorrect when every
+        passage is below `lower_probability`. Thresholds fitted by Eq. 2 on the same pairs are only
+        reported (`report["eq2_thresholds"]`): they follow the fitting set's mix of queries, not the
+        pairs, and did not transfer (qa_pairs train gave upper 0.74, which sent 79 % of PopQA's queries
+        to Ambiguous; README)."""
+        if not 0 < lower_probability <= upper_probability < 1:
+            raise ValueError("need 0 < lower_probability <= upper_probability < 1")
         from ..calibrate import score_by_query
         from ..data import auroc
         from ..policy import fit_thresholds
@@ -80,8 +89,9 @@ class CombinedEvaluator(RetrievalEvaluator):
             query_scores.append(row_scores)
             flat += row_scores
         policy = fit_thresholds(query_scores, labels).policy
-        combined._thresholds = (policy.upper, policy.lower)
+        combined._thresholds = (2 * upper_probability - 1, 2 * lower_probability - 1)
         combined.report = {"pairs": len(targets), "queries": len(labels),
+                           "eq2_thresholds": [policy.upper, policy.lower],
                            "fit_pair_auroc": auroc(flat, [y for ys in labels for y in ys]),
                            "member_pair_auroc": {m.spec: auroc([r[j] for r in rows], [t > 0 for t in targets])
                                                  for j, m in enumerate(members)}}
@@ -96,14 +106,20 @@ class CombinedEvaluator(RetrievalEvaluator):
         self.path = str(path)
 
     @classmethod
-    def load(cls, path: str | Path) -> CombinedEvaluator:
+    def load(cls, path: str | Path, members: Sequence[str] | None = None) -> CombinedEvaluator:
+        """The combination in `path`. `members` replaces its member specs, in order, with the same models
+        where you keep them (a shipped file names the encoder by hub id: pass your local copy, or its ONNX
+        export, e.g. `["lexical", "onnx-embedding:./all-MiniLM-L6-v2"]`)."""
         from . import evaluator_from_spec
 
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-            members = [evaluator_from_spec(spec) for spec in data["members"]]
+            specs = list(data["members"]) if members is None else list(members)
+            if len(specs) != len(data["members"]):
+                raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
+            members = [evaluator_from_spec(spec) for spec in specs]
             return cls(members, data["weights"], data["bias"], thresholds=tuple(data["thresholds"]),
                        path=str(path), report=data.get("report"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
