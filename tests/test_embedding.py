@@ -131,3 +131,19 @@ def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path
     assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.1)
     with pytest.raises(ValueError, match="an encoder"):  # an encoder export is not a cross-encoder
         evaluator_from_spec(f"onnx:{tmp_path / 'int8'}").score(QUERY, TEXTS)
+
+
+def test_each_distinct_text_is_embedded_once_while_cached():
+    calls = []
+
+    def embed_texts(texts):
+        calls.append(list(texts))
+        return [[float(len(t)), float(t.count("e")), 1.0] for t in texts]
+
+    evaluator = EmbeddingEvaluator(embed_texts=embed_texts, cache_size=3)
+    first = evaluator.score(QUERY, ["Paris is big. It is old.", "Paris is big."])
+    assert sorted(calls[-1]) == ["It is old.", "Paris is big."]  # sentences, each once
+    again = evaluator.score(QUERY, ["Paris is big."])
+    assert again == [first[1]] and len(calls) == 3  # query, texts, query again: the sentence came from the cache
+    evaluator.score(QUERY, ["a b.", "c d.", "e f."])
+    assert len(evaluator._cache) == 3  # bounded: the oldest entries went

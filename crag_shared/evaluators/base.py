@@ -49,6 +49,9 @@ class RetrievalEvaluator(ABC):
     def warm_up(self) -> None:
         """Load models; called automatically on first use, and idempotent."""
 
+    def clear_cache(self) -> None:
+        """Forget any per-text results kept between calls (benchmarks measure cold texts this way)."""
+
     @abstractmethod
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Score every text against the query in as few model passes as possible."""

@@ -49,6 +49,10 @@ class CombinedEvaluator(RetrievalEvaluator):
         for member in self.members:
             member.warm_up()
 
+    def clear_cache(self) -> None:
+        for member in self.members:
+            member.clear_cache()
+
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         columns = [member.evaluate(query, texts) for member in self.members]
         notes = [note for column in columns for note in column.notes]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -51,7 +52,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
                  embed_texts: Embed | None = None, unit: Unit = "sentence", midpoint: float | None = None,
                  spread: float | None = None, max_length: int = 256, batch_size: int = 32,
                  device: str | None = None, thresholds: tuple[float, float] | None = None,
-                 local_files_only: bool = False, language: str = "en") -> None:
+                 local_files_only: bool = False, language: str = "en", cache_size: int = 4096) -> None:
         if (model is None) == (embed_texts is None):
             raise ValueError("EmbeddingEvaluator needs either model=PATH or embed_texts=function")
         if unit not in UNIT_DEFAULTS:
@@ -73,7 +74,9 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self._embed_query = embed_query or (lambda text: self._embed_texts([text])[0])  # type: ignore[misc]
         self._model: Any = None
         self._tokenizer: Any = None
-        self._lock = threading.Lock()
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.RLock()  # guards loading and the cache
 
     @property
     def spec(self) -> str:
@@ -95,9 +98,29 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self._model = model.eval().to(self.device)
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """L2-normalised embeddings, one per text, in input order."""
+        """L2-normalised embeddings, one per text, in input order. The last `cache_size` texts' embeddings
+        are kept: a decision scores the passages' sentences, then strips made of the same sentences."""
+        with self._lock:
+            known = {text: self._cache[text] for text in texts if text in self._cache}
+            for text in known:
+                self._cache.move_to_end(text)
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            fresh = dict(zip(missing, self._embed_all(missing)))
+            with self._lock:
+                self._cache.update(fresh)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            known.update(fresh)
+        return [known[text] for text in texts]
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    def _embed_all(self, texts: list[str]) -> list[list[float]]:
         if self._embed_texts is not None:
-            return [_normalised(v) for v in self._embed_texts(list(texts))]
+            return [_normalised(v) for v in self._embed_texts(texts)]
         self.warm_up()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths, little padding
         vectors: list[list[float]] = [[] for _ in texts]
