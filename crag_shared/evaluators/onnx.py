@@ -220,7 +220,8 @@ class OnnxModel:
     inputs: list[str]
 
 
-def _config(directory: Path) -> SimpleNamespace:
+def read_config(directory: Path) -> SimpleNamespace:
+    """The exported checkpoint's config.json, as attributes (what the score map and padding read)."""
     values = json.loads((directory / "config.json").read_text())
     values.setdefault("num_labels", len(values.get("id2label") or {"0": 0}))
     return SimpleNamespace(**values)
@@ -249,7 +250,7 @@ class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
     def _load(self) -> None:
         directory = exported(self.model_name, self.quantize, self.export_dir, local_files_only=self.local_files_only)
         session, self._tokenizer, manifest = open_export(directory, self.max_length, self.num_threads)
-        self._model = OnnxModel(session, _config(directory), manifest["inputs"])
+        self._model = OnnxModel(session, read_config(directory), manifest["inputs"])
         self.device = "cpu"
 
     def _encode(self, query: str, texts: Sequence[str]) -> dict[str, list]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .embedding import EmbeddingEvaluator
-from .onnx import _config, encodings, exported, open_export, run_padded
+from .onnx import encodings, exported, open_export, read_config, run_padded
 
 
 class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
@@ -38,7 +38,7 @@ class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
         directory = exported(str(self.model_name), self.quantize, self.export_dir, embedding=True,
                              local_files_only=self.local_files_only)
         session, self._tokenizer, manifest = open_export(directory, self.max_length, self.num_threads)
-        self._pad_id = getattr(_config(directory), "pad_token_id", 0) or 0
+        self._pad_id = getattr(read_config(directory), "pad_token_id", 0) or 0
         self._inputs = manifest["inputs"]
         self._model = session
         self.device = "cpu"
