@@ -70,8 +70,8 @@ def run_on_ray(config: CRAGConfig, data: str | Path, out: str | Path, *, web: st
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # results are written in input order, as locally
     context.enable_progress_bars = False  # one progress bar: ours, by query
-    dataset = ray.data.from_items([_job_row(job) for job in jobs], override_num_blocks=max(1, -(-len(jobs) //
-                                                                                            batch_size)))
+    blocks = -(-len(jobs) // batch_size)  # one block per batch: actors start on the first batch at once
+    dataset = ray.data.from_items([_job_row(job) for job in jobs], override_num_blocks=blocks)
     corrected = dataset.map_batches(CorrectBatch, fn_constructor_kwargs={"config": config.to_dict(), "web": web},
                                     batch_size=batch_size, batch_format="numpy",
                                     compute=ray.data.ActorPoolStrategy(size=actors), num_gpus=num_gpus or None)
