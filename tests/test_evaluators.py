@@ -284,8 +284,13 @@ def test_length_buckets_and_bucket_warm_up_keep_scores_equal(kind, tiny_t5, tiny
     bucketed = make(batch_size=64, max_batch_tokens=10_000, length_bucket=16, warm_buckets=True)
     assert bucketed.batching == (64, 10_000, 16)
     assert bucketed.bucket_widths() == [16, 32, 48, 64]
+    shapes = []
+    bucketed.model.register_forward_hook(lambda m, args, kwargs, out: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                         with_kwargs=True)
     assert bucketed.score("capital of france", texts) == pytest.approx(exact, abs=1e-4)
+    assert shapes and all(rows & (rows - 1) == 0 and width % 16 == 0 for rows, width in shapes)  # repeatable
     assert bucketed._padded(17) == 32 and bucketed._padded(64) == 64 and bucketed._padded(70) == 70
+    assert [bucketed._rows(n) for n in (1, 3, 5, 64)] == [1, 4, 8, 64] and make()._rows(3) == 3
 
 
 def test_batching_defaults_follow_the_device(tiny_bert):

@@ -166,11 +166,17 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         bucket = self._limits[2]
         return sorted({min(width, self.max_length) for width in range(bucket, self.max_length + bucket, bucket)})
 
+    def _rows(self, count: int) -> int:
+        """How many rows a batch of `count` texts runs as: with length buckets, the next power of two (at
+        most the batch size), so the rows of a shape repeat too; otherwise `count`."""
+        texts, _, bucket = self._limits
+        return count if bucket == 1 else min(1 << (count - 1).bit_length(), max(count, texts))
+
     def _warm_buckets(self) -> None:
-        """One forward pass per (rows, width) shape that scoring will use: rows in powers of two up to the
-        batch size, widths from `bucket_widths` within the token budget."""
+        """One forward pass per (rows, width) shape that scoring will use: rows as `_rows` rounds them,
+        widths from `bucket_widths` within the token budget."""
         texts, budget, _ = self._limits
-        rows = [2 ** i for i in range(texts.bit_length()) if 2 ** i <= texts]
+        rows = sorted({self._rows(n) for n in (2 ** i for i in range(texts.bit_length()))} | {texts})
         # a real pair, cut to each width keeping its final special token (T5 needs its </s> in every row)
         sample = {key: values[0] for key, values in self._encode("warm up", ["up " * self.max_length]).items()}
         for width in self.bucket_widths():
@@ -231,7 +237,8 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         texts, budget, _ = self._limits
         batches: list[list[int]] = []
         for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-            if batches and len(batches[-1]) < texts and (len(batches[-1]) + 1) * self._padded(lengths[i]) <= budget:
+            grown = len(batches[-1]) + 1 if batches else 0
+            if batches and grown <= texts and self._rows(grown) * self._padded(lengths[i]) <= budget:
                 batches[-1].append(i)
             else:
                 batches.append([i])
@@ -268,7 +275,8 @@ class HFSequenceEvaluator(RetrievalEvaluator):
             owners.extend((r, i) for i in range(len(texts)))
         scores = [[0.0] * len(texts) for _, texts in requests]
         for batch in self._batches([len(ids) for ids in encoded["input_ids"]]):
-            values = self._to_scores(self._batch_logits({k: [v[i] for i in batch] for k, v in encoded.items()}))
+            rows = batch + batch[-1:] * (self._rows(len(batch)) - len(batch))  # repeated rows are dropped
+            values = self._to_scores(self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()}))
             for i, value in zip(batch, values.tolist()):
                 r, j = owners[i]
                 scores[r][j] = max(-1.0, min(1.0, float(value)))
