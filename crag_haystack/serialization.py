@@ -8,9 +8,25 @@ from typing import Any
 
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
+#: The nested components every scoring component takes: an LLM judge's generator, and the embedders that
+#: evaluator="embedding" uses.
+MODEL_PARTS = ("chat_generator", "text_embedder", "document_embedder")
+
 
 def nested_to_dict(value: Any, name: str) -> dict[str, Any] | None:
     return component_to_dict(value, name) if value is not None else None
+
+
+def nested_to_dicts(component: Any, names: tuple[str, ...]) -> dict[str, dict[str, Any] | None]:
+    """The serialized form of each nested component `names` on `component`, keyed by name."""
+    return {name: nested_to_dict(getattr(component, name), name) for name in names}
+
+
+def from_dict_with_nested(cls: type, data: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """`cls` rebuilt from `to_dict` output, with its nested components `names` rebuilt first."""
+    for key in names:
+        nested_from_dict_inplace(data["init_parameters"], key)
+    return cls(**data["init_parameters"])
 
 
 def nested_from_dict_inplace(init_parameters: dict[str, Any], key: str) -> None:

@@ -12,7 +12,7 @@ from ..embedding import evaluator_for
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import log_fallbacks, unusable_query
-from ..serialization import nested_from_dict_inplace, nested_to_dict
+from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 from .web_search import _WebSearchComponent
 
 OUTPUTS = {"documents": list[Document], "action": str, "scores": list[float], "crag": dict}
@@ -86,17 +86,11 @@ class CRAG(Lifecycle):
         if self.web_search is not None and not isinstance(self.web_search, _WebSearchComponent):
             raise TypeError(f"CRAG(web_search={type(self.web_search).__name__}(...)) cannot be saved: pass a "
                             "crag_haystack web-search component (SerpAPIWebSearch, ReplayWebSearch) to serialize")
-        return default_to_dict(self, web_search=nested_to_dict(self.web_search, "web_search"),
-                               chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
-                               text_embedder=nested_to_dict(self.text_embedder, "text_embedder"),
-                               document_embedder=nested_to_dict(self.document_embedder, "document_embedder"),
-                               **self.config.to_dict())
+        return default_to_dict(self, **nested_to_dicts(self, ("web_search", *MODEL_PARTS)), **self.config.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
-        for key in ("web_search", "chat_generator", "text_embedder", "document_embedder"):
-            nested_from_dict_inplace(data["init_parameters"], key)
-        return cls(**data["init_parameters"])
+        return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
 
     @staticmethod
     def _outputs(result: CorrectionResult) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from ..embedding import evaluator_for
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import log_fallbacks, unusable_query
-from ..serialization import nested_from_dict_inplace, nested_to_dict
+from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 
 @component
@@ -64,15 +64,11 @@ class KnowledgeRefiner(Lifecycle):
         return default_to_dict(self, evaluator=self.evaluator, refine_mode=self.refine_mode,
                                strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
                                score_titles=self.score_titles,
-                               chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
-                               text_embedder=nested_to_dict(self.text_embedder, "text_embedder"),
-                               document_embedder=nested_to_dict(self.document_embedder, "document_embedder"))
+                               **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KnowledgeRefiner":
-        for key in ("chat_generator", "text_embedder", "document_embedder"):
-            nested_from_dict_inplace(data["init_parameters"], key)
-        return cls(**data["init_parameters"])
+        return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:
         log_fallbacks("KnowledgeRefiner", refinement.trace.fallbacks)

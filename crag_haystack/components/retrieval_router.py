@@ -13,7 +13,7 @@ from ..embedding import evaluator_for
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import log_fallbacks, unusable_query
-from ..serialization import nested_from_dict_inplace, nested_to_dict
+from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 OUTPUTS = {"correct": list[Document], "incorrect": list[Document], "ambiguous": list[Document],
            "discarded": list[Document], "action": str, "scores": list[float], "web_query": str}
@@ -69,15 +69,11 @@ class RetrievalRouter(Lifecycle):
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, evaluator=self.evaluator, upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
-                               chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
-                               text_embedder=nested_to_dict(self.text_embedder, "text_embedder"),
-                               document_embedder=nested_to_dict(self.document_embedder, "document_embedder"))
+                               **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RetrievalRouter":
-        for key in ("chat_generator", "text_embedder", "document_embedder"):
-            nested_from_dict_inplace(data["init_parameters"], key)
-        return cls(**data["init_parameters"])
+        return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _policy(self, upper: float | None, lower: float | None) -> ActionPolicy | None:
         if upper is None and lower is None:

@@ -10,7 +10,7 @@ from crag_shared.rewrite import PAPER_REWRITE_PROMPT, Rewrite
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import logger
-from ..serialization import nested_from_dict_inplace, nested_to_dict
+from ..serialization import from_dict_with_nested, nested_to_dicts
 
 
 @component
@@ -39,13 +39,12 @@ class SearchQueryRewriter(Lifecycle):
         warm_up_all(self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, chat_generator=nested_to_dict(self.chat_generator, "chat_generator"),
-                               template=self.template, max_keywords=self.max_keywords)
+        return default_to_dict(self, **nested_to_dicts(self, ("chat_generator",)), template=self.template,
+                               max_keywords=self.max_keywords)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchQueryRewriter":
-        nested_from_dict_inplace(data["init_parameters"], "chat_generator")
-        return cls(**data["init_parameters"])
+        return from_dict_with_nested(cls, data, ("chat_generator",))
 
     @staticmethod
     def _outputs(rewrite: Rewrite) -> dict[str, Any]:
