@@ -201,12 +201,11 @@ def _fit_combination(args: argparse.Namespace) -> int:
 
 
 def _web_spec(spec: str) -> str:
-    """--web, checked before any work: a known kind, a readable replay file."""
+    """--web, checked before any work: a replay file must be readable (the kind is checked where the
+    provider is built, `web_search_from_spec`)."""
     kind, _, target = spec.partition(":")
     if kind == "replay" and target:
         _readable(target, "--web replay:")
-    elif spec not in ("none", "serpapi", "serper"):
-        raise UsageError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
     return spec
 
 

@@ -120,3 +120,13 @@ def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     out = io.StringIO()
     figures = run(out, bench_dir, "lexical", queries=8, batch_size=3, rounds=1)
     assert figures["same"] == 1.0 and figures["speedup"] > 0 and "same decisions: True" in out.getvalue()
+
+
+def test_crag_run_names_a_bad_web_option_in_one_line(tmp_path, capsys):
+    from crag_shared.cli import main
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text('{"query": "q", "passage": "p", "relevant": 1}\n')
+    for web in ("bing", "replay:", f"replay:{tmp_path / 'missing.jsonl'}"):
+        assert main(["run", "--data", str(data), "--out", str(tmp_path / "o.jsonl"), "--web", web]) == 2
+        assert "--web" in capsys.readouterr().err
