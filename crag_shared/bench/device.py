@@ -17,7 +17,7 @@ from ..cache import cache_dir
 from ..evaluators.cross_encoder import CrossEncoderEvaluator
 from ..evaluators.hf import HFSequenceEvaluator, pick_device
 from ..evaluators.t5 import T5Evaluator
-from .throughput import decision_latency, load_popqa, minilm_dir, official_pairs_per_second
+from .throughput import decision_latency, load_popqa, minilm_dir, official_pairs_per_second, pass_rate
 
 Make = Callable[..., HFSequenceEvaluator]
 
@@ -30,14 +30,6 @@ def t5_large_dir(texts: Sequence[str]) -> Path:
     if not (target / "config.json").exists():
         build_t5_evaluator(target, texts, d_model=1024, layers=24, heads=16, d_ff=4096)
     return target
-
-
-def pass_rate(evaluator: HFSequenceEvaluator, data: Sequence[tuple[str, list[str]]]) -> float:
-    """Pairs/s of one pass, one `score` call per query, waiting for the device before stopping the clock."""
-    started = time.perf_counter()
-    for query, passages in data:
-        evaluator.score(query, passages)
-    return sum(len(p) for _, p in data) / (time.perf_counter() - started)
 
 
 def device_rows(out: TextIO, data: Sequence[tuple[str, list[str]]], device: str,
