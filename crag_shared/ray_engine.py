@@ -34,6 +34,15 @@ def _require_ray() -> Any:
     return ray
 
 
+def connect() -> None:
+    """Join the cluster in `RAY_ADDRESS`, else start a local one (once per process), quietly: our progress
+    bar and summary say how the job goes."""
+    ray = _require_ray()
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
 def _job_row(job: Job) -> dict[str, str]:
     """A job as one string column, so Arrow never reshapes passages or their optional fields."""
     return {"job": json.dumps([job.id, job.question, [[p.text, p.id, p.title] for p in job.passages]])}
@@ -64,9 +73,7 @@ def run_on_ray(config: CRAGConfig, data: str | Path, out: str | Path, *, web: st
     jobs, skipped = pending_jobs(data, out, limit)
     if not jobs:
         return write_all(out, [], 0, skipped, progress=progress, log=log)
-    if not ray.is_initialized():
-        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # our progress bar and summary say how it goes
+    connect()
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # results are written in input order, as locally
     context.enable_progress_bars = False  # one progress bar: ours, by query

@@ -58,9 +58,7 @@ def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, b
     Best of `rounds`, interleaved."""
     if find_spec("ray") is None:
         raise SystemExit("the engine comparison needs Ray Data: pip install 'crag-shared[ray]'")
-    import ray
-
-    from ..ray_engine import run_on_ray
+    from ..ray_engine import connect, run_on_ray
 
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     config = CRAGConfig(evaluator=evaluator)
@@ -69,8 +67,7 @@ def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, b
         data.write_text("".join(json.dumps({"id": f"{copy}-{r['idx']}", "question": r["question"],
                                             "ctxs": r["ctxs"][:10]}) + "\n" for copy in range(copies) for r in rows))
         started = time.perf_counter()
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False)
+        connect()
         cluster_s = time.perf_counter() - started
         local_times, ray_times = [], []
         for _ in range(rounds):
