@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from ..refine import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 from .cross_encoder import mean_pooled
 from .hf import load_once, pick_device, require_torch
@@ -150,8 +151,6 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         q = self._query_vector(query)
         if self.unit == "passage":
             return [_dot(q, v) for v in self.encode(texts)]
-        from ..refine import sentence_spans
-
         pieces = [[text[a:b] for a, b in sentence_spans(self.language, text)] or [text] for text in texts]
         distinct = list(dict.fromkeys(piece for group in pieces for piece in group))
         similarity = dict(zip(distinct, (_dot(q, v) for v in self.encode(distinct))))

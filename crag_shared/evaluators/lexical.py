@@ -6,6 +6,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from ..refine import sentence_spans
 from ..text import STOPWORDS, fold, words
 from .base import Evaluation, RetrievalEvaluator
 
@@ -56,9 +57,7 @@ class LexicalEvaluator(RetrievalEvaluator):
         whole = question.score(text)
         if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
             return whole
-        from ..refine import sentence_spans  # cached: the refiner splits the same passages
-
-        spans = sentence_spans(self.language, text)
+        spans = sentence_spans(self.language, text)  # cached: the refiner splits the same passages
         best = max((question.score(text[a:b]) for a, b in spans), default=whole) if len(spans) > 1 else whole
         return (1.0 - self.sentence_weight) * whole + self.sentence_weight * best
 
