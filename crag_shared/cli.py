@@ -141,7 +141,8 @@ def _bench_batch(args: argparse.Namespace) -> int:
     from .bench.batch import run
 
     figures = run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator, queries=args.queries,
-                  batch_size=args.batch_size, rounds=args.rounds, engines=args.engines, copies=args.copies)
+                  batch_size=args.batch_size, rounds=args.rounds, engines=args.engines, copies=args.copies,
+                  web_delay=args.web_delay, upper=args.upper, lower=args.lower)
     return 0 if figures["same"] else 1
 
 
@@ -355,6 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also time `crag run`'s local engine against --engine ray (needs crag-shared[ray])")
     many.add_argument("--copies", type=POSITIVE_INT, default=1,
                       help="--engines: run the queries this many times over, under new ids")
+    many.add_argument("--web-delay", type=NON_NEGATIVE, metavar="SECONDS",
+                      help="serve the recorded PopQA web knowledge on loopback, the search and each page "
+                           "answering after SECONDS, to the queries that search (default: no web)")
+    many.add_argument("--upper", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
+    many.add_argument("--lower", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
     many.set_defaults(func=_bench_batch)
     recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
     recall.add_argument("--bench-dir")

@@ -122,6 +122,16 @@ def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     assert figures["same"] == 1.0 and figures["speedup"] > 0 and "same decisions: True" in out.getvalue()
 
 
+def test_bench_batch_searches_the_recorded_web_concurrently(bench_dir, capsys):
+    from crag_shared.cli import main
+
+    assert main(["bench", "batch", "--bench-dir", str(bench_dir), "--queries", "20", "--batch-size", "10",
+                 "--rounds", "1", "--web-delay", "0.05", "--upper", "0.6"]) == 0
+    report = capsys.readouterr().out
+    searched = int(report.split("answering in 50 ms (")[1].split(" queries searched")[0])
+    assert searched > 0 and "same decisions: True" in report
+
+
 def test_crag_run_names_a_bad_web_option_in_one_line(tmp_path, capsys):
     from crag_shared.cli import main
 

@@ -6,23 +6,47 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from contextlib import ExitStack
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
 
 from ..config import CRAGConfig
+from ..corrector import Corrector
 from ..evaluators import evaluator_from_spec
 from ..refine import sentence_spans
 from ..run import run as run_locally
+from ..testing import FakeWeb
+from .recall import load as load_recorded
+from .recall import serve_recorded
 from .throughput import load_popqa
 
 
 def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_size: int = 32,
-        rounds: int = 3, engines: bool = False, copies: int = 1) -> dict[str, float]:
+        rounds: int = 3, engines: bool = False, copies: int = 1, web_delay: float | None = None,
+        upper: float | None = None, lower: float | None = None) -> dict[str, float]:
     """Queries/s of the loop and of correct_many (best of `rounds`, interleaved, cold sentence cache each
-    time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too."""
-    data = load_popqa(bench, queries)
-    corrector = CRAGConfig(evaluator=evaluator).build()
+    time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too.
+    With `web_delay`, queries that need the web search the recorded PopQA web knowledge on loopback
+    (`crag bench recall`'s server), the search and each page answering after `web_delay` seconds.
+    `upper`/`lower` replace the evaluator's thresholds (e.g. to send more queries to the web)."""
+    config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower)
+    with ExitStack() as stack:
+        search = None
+        if web_delay is not None:
+            web = stack.enter_context(FakeWeb(search_delay=web_delay))
+            search = serve_recorded(web, load_recorded(bench, queries), delay=web_delay)
+        figures = _loop_against_many(out, load_popqa(bench, queries), config.build(web_search=search),
+                                     batch_size=batch_size, rounds=rounds, web_delay=web_delay)
+    if engines:
+        figures.update(compare_engines(out, bench, config, queries=queries, batch_size=batch_size, copies=copies,
+                                       rounds=rounds))
+        figures["same"] = float(figures["same"] and figures["identical_knowledge"])
+    return figures
+
+
+def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector: Corrector, *, batch_size: int,
+                       rounds: int, web_delay: float | None) -> dict[str, float]:
     corrector.correct(*data[0])  # load the model outside the timings
     loop_s, many_s, same = [], [], True
     for _ in range(rounds):
@@ -37,20 +61,20 @@ def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_s
         many_s.append(time.perf_counter() - started)
         same &= all(a.action == b.action and [x.text for x in a.knowledge] == [x.text for x in b.knowledge]
                     for a, b in zip(alone, together))
-    figures = {"queries": len(data), "loop_qps": len(data) / min(loop_s), "many_qps": len(data) / min(many_s)}
+    searched = sum(r.action.value != "correct" for r in alone) if web_delay is not None else 0
+    figures = {"queries": len(data), "loop_qps": len(data) / min(loop_s), "many_qps": len(data) / min(many_s),
+               "searched": searched, "same": float(same)}
     figures["speedup"] = figures["many_qps"] / figures["loop_qps"]
-    out.write(f"crag bench batch: {evaluator}, {len(data)} PopQA queries x 10 passages, no web, best of {rounds}\n"
-              f"  per-query loop {figures['loop_qps']:.1f} queries/s | correct_many (batches of {batch_size}) "
-              f"{figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: {same}\n")
-    figures["same"] = float(same)
-    if engines:
-        figures.update(compare_engines(out, bench, evaluator, queries=queries, batch_size=batch_size, copies=copies,
-                                       rounds=rounds))
-        figures["same"] = float(same and figures["identical_knowledge"])
+    web = ("no web" if web_delay is None else f"web on loopback answering in {web_delay * 1000:.0f} ms "
+           f"({searched} queries searched)")
+    out.write(f"crag bench batch: {corrector.evaluator.spec}, {len(data)} PopQA queries x 10 passages, {web}, "
+              f"best of {rounds}\n  per-query loop {figures['loop_qps']:.1f} queries/s | correct_many (batches of "
+              f"{batch_size}) {figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: "
+              f"{same}\n")
     return figures
 
 
-def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, batch_size: int,
+def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: int, batch_size: int,
                     copies: int = 1, rounds: int = 1) -> dict[str, float]:
     """`crag run`'s local engine against `--engine ray` on a local cluster over the same records (PopQA,
     `copies` times under new ids), each from a cold start as a user runs it: the local engine loads its
@@ -61,7 +85,6 @@ def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, b
     from ..ray_engine import connect, run_on_ray
 
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
-    config = CRAGConfig(evaluator=evaluator)
     with tempfile.TemporaryDirectory(prefix="crag-bench-engines-") as work:
         data, local_out, ray_out = Path(work, "in.jsonl"), Path(work, "local.jsonl"), Path(work, "ray.jsonl")
         data.write_text("".join(json.dumps({"id": f"{copy}-{r['idx']}", "question": r["question"],
@@ -75,7 +98,7 @@ def compare_engines(out: TextIO, bench: Path, evaluator: str, *, queries: int, b
                 path.unlink(missing_ok=True)
             sentence_spans.cache_clear()
             started = time.perf_counter()
-            run_locally(config.build(evaluator=evaluator_from_spec(evaluator)), data, local_out,
+            run_locally(config.build(evaluator=evaluator_from_spec(config.evaluator)), data, local_out,
                         batch_size=batch_size, progress=False)
             local_times.append(time.perf_counter() - started)
             started = time.perf_counter()

@@ -48,6 +48,19 @@ def load(bench: Path, queries: int) -> list[dict[str, Any]]:
     return rows
 
 
+def serve_recorded(web: FakeWeb, rows: Sequence[dict[str, Any]], *, delay: float = 0.0) -> SerpAPISearch:
+    """Put each row's recorded pages on `web` (each answering after `delay` seconds), as the results of the
+    question's keyword query, and return the real SerpAPI client and page fetcher pointed at it."""
+    for row in rows:
+        names = []
+        for j, (title, paragraphs) in enumerate(row["pages"].items()):
+            names.append(f"q{row['idx']}-{j}")
+            web.add(names[-1], title, paragraphs, delay=delay)
+        web.results[keyword_query(row["question"])] = names
+    return SerpAPISearch(api_key=web.api_key, base_url=web.url,
+                         fetcher=PageFetcher(allow_private_addresses=["127.0.0.1/32"]))
+
+
 def _score_text(texts: Sequence[str], answers: Sequence[str]) -> tuple[bool, int]:
     joined = "\n".join(texts)
     return has_answer_word(joined, answers), len(joined.split())
@@ -59,14 +72,7 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
     results: dict[str, Any] = {"plain": {"recall": sum(h for h, _ in plain) / len(rows),
                                          "words": statistics.mean(w for _, w in plain)}}
     with FakeWeb() as web:
-        for row in rows:
-            names = []
-            for j, (title, paragraphs) in enumerate(row["pages"].items()):
-                names.append(f"q{row['idx']}-{j}")
-                web.add(names[-1], title, paragraphs)
-            web.results[keyword_query(row["question"])] = names
-        search = SerpAPISearch(api_key=web.api_key, base_url=web.url,
-                               fetcher=PageFetcher(allow_private_addresses=["127.0.0.1/32"]))
+        search = serve_recorded(web, rows)
         for spec in evaluators:
             corrector = Corrector(evaluator=evaluator_from_spec(spec), web_search=search)
             hits, words, actions, fallbacks = [], [], Counter(), 0
