@@ -3,6 +3,7 @@
 import pytest
 
 from crag_shared import Corrector, EmbeddingEvaluator, evaluator_from_spec
+from crag_shared.evaluators import embedding_unit
 
 QUERY = "what is henry feilden occupation"
 TEXTS = ["henry feilden was an english conservative party politician who sat for blackburn",
@@ -22,7 +23,7 @@ def test_scores_are_batch_independent_and_in_range(tiny_bert):
 
 
 def test_sentence_unit_scores_a_passage_by_its_best_sentence(tiny_bert):
-    by_sentence = EmbeddingEvaluator(str(tiny_bert))
+    by_sentence = EmbeddingEvaluator(str(tiny_bert), unit="sentence")
     by_passage = EmbeddingEvaluator(str(tiny_bert), unit="passage")
     assert by_passage.thresholds == (0.3, -0.3) and by_passage.spec == f"embedding-passage:{tiny_bert}"
     sentences = ["Henry Feilden was an English politician.", "The Eiffel Tower stands in Paris.",
@@ -32,10 +33,36 @@ def test_sentence_unit_scores_a_passage_by_its_best_sentence(tiny_bert):
     expected = [best, *by_passage.cosines(QUERY, ["paris"])]
     assert by_sentence.cosines(QUERY, [passage, "paris"]) == pytest.approx(expected, abs=1e-6)
     assert by_passage.cosines(QUERY, [passage])[0] != pytest.approx(best, abs=1e-4)  # the mean is not the best
-    assert evaluator_from_spec(by_passage.spec).unit == "passage" and evaluator_from_spec(by_sentence.spec).unit == \
-        "sentence"
     with pytest.raises(ValueError, match="unit"):
         EmbeddingEvaluator(str(tiny_bert), unit="word")
+
+
+def test_each_unit_has_its_spec(tiny_bert):
+    for unit, kind in (("matched", "embedding"), ("sentence", "embedding-sentence"), ("passage", "embedding-passage")):
+        evaluator = EmbeddingEvaluator(str(tiny_bert), unit=unit)
+        assert evaluator.spec == f"{kind}:{tiny_bert}"
+        assert evaluator_from_spec(evaluator.spec).unit == unit
+        assert evaluator_from_spec(f"onnx-{kind}:{tiny_bert}").unit == unit
+        assert embedding_unit(kind) == unit and embedding_unit(f"onnx-{kind}") is None
+    assert EmbeddingEvaluator(str(tiny_bert)).unit == "matched"
+
+
+def test_matched_unit_embeds_only_the_sentences_that_match_the_question():
+    embedded: list[str] = []
+
+    def letters(texts: list[str]) -> list[list[float]]:  # a deterministic toy embedding: letter counts
+        embedded.extend(texts)
+        return [[text.lower().count(c) + 0.5 for c in "abcdefghijklmnopqrstuvwxyz"] for text in texts]
+
+    query = "what was henry feilden's seat in parliament"
+    sentences = ["It rained all day.", "Henry Feilden was an English politician.",
+                 "He sat for Blackburn in parliament.", "The Eiffel Tower stands in Paris."]
+    matched = EmbeddingEvaluator(embed_texts=letters)
+    cosine = matched.cosines(query, [" ".join(sentences)])[0]
+    assert [t for t in embedded if t != query] == sentences[1:3]  # the two that share the question's words
+    every = EmbeddingEvaluator(embed_texts=letters, unit="sentence").cosines(query, sentences)
+    assert cosine == pytest.approx(max(every[1:3]))
+    assert cosine != pytest.approx(max(every))  # a sentence with none of its words is not a candidate
 
 
 def test_spec_round_trip_and_clear_errors(tiny_bert, tmp_path):

@@ -11,7 +11,7 @@ from ..llm import LLM
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
-from .embedding import EmbeddingEvaluator
+from .embedding import SPEC_SUFFIX, EmbeddingEvaluator
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
@@ -38,10 +38,10 @@ __all__ = [
 
 def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> RetrievalEvaluator:
     """Build an evaluator from its spec: 'lexical', 't5:PATH_OR_ID', 'cross-encoder:PATH_OR_ID',
-    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine of the best sentence; 'embedding-passage:'
-    of the whole passage), 'onnx-embedding[-passage]:PATH_OR_ID' (the same on ONNX Runtime),
-    'combined:FILE.json' or 'combined:NAME' (a fitted
-    combination), or 'llm' / 'llm:per_document' (the LLM judge, which needs `llm`).
+    'onnx:PATH_OR_ID', 'embedding:PATH_OR_ID' (bi-encoder cosine of the best of the sentences that match the
+    question's words; 'embedding-sentence:' of every sentence, 'embedding-passage:' of the whole passage),
+    'onnx-embedding[-sentence|-passage]:PATH_OR_ID' (the same on ONNX Runtime), 'combined:FILE.json' or
+    'combined:NAME' (a fitted combination), or 'llm' / 'llm:per_document' (the LLM judge, which needs `llm`).
 
     This is the one place specs are read: the CLI, the adapters and serialized components all come
     here. A target that is a path (absolute, relative with ./ or ../, or under ~) must exist: a typo
@@ -73,29 +73,40 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
         combination = CombinedEvaluator.load(shipped)
         combination.path = target  # its spec stays `combined:NAME`, wherever crag is installed
         return combination
-    base = kind.removesuffix("-passage")
-    if base in ("embedding", "onnx-embedding") and target:
-        backend = EmbeddingEvaluator if base == "embedding" else OnnxEmbeddingEvaluator
-        return backend(target, unit="sentence" if kind == base else "passage", **kwargs)
+    embedding = _embedding_kind(kind)
+    if embedding and target:
+        backend = EmbeddingEvaluator if embedding[0] == "embedding" else OnnxEmbeddingEvaluator
+        return backend(target, unit=embedding[1], **kwargs)
     if embedding_unit(spec):
         raise ValueError(f"evaluator {spec!r} without a path uses the framework's embedding model: the "
                          "adapters build it (LlamaIndex Settings.embed_model, Haystack embedders); here "
                          f"pass '{kind}:PATH'")
     raise ValueError(f"unknown evaluator spec {spec!r}: use 'lexical', 't5:PATH', 'cross-encoder:PATH', "
-                     "'onnx:PATH', 'embedding[-passage]:PATH', 'onnx-embedding[-passage]:PATH', 'combined:FILE' or "
-                     "'llm'")
+                     "'onnx:PATH', 'embedding[-sentence|-passage]:PATH', 'onnx-embedding[-sentence|-passage]:PATH', "
+                     "'combined:FILE' or 'llm'")
 
 
 #: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
-#: best-sentence cosine, fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
+#: cosine (unit "matched"), fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
 #: `CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]).save("mine.json")`.
 SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
 
 
+def _embedding_kind(kind: str) -> tuple[str, str] | None:
+    """(backend, unit) of an embedding spec's kind, e.g. "onnx-embedding-passage" -> ("onnx-embedding",
+    "passage"); None for any other kind."""
+    for backend in ("onnx-embedding", "embedding"):
+        for unit, suffix in SPEC_SUFFIX.items():
+            if kind == backend + suffix:
+                return backend, unit
+    return None
+
+
 def embedding_unit(spec: str) -> str | None:
-    """For the specs that name the framework's own embedding model ("embedding", "embedding-passage"), the
-    unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""
-    return {"embedding": "sentence", "embedding-passage": "passage"}.get(spec.strip().lower())
+    """For the specs that name the framework's own embedding model ("embedding", "embedding-sentence",
+    "embedding-passage"), the unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""
+    embedding = _embedding_kind(spec.strip().lower())
+    return embedding[1] if embedding and embedding[0] == "embedding" else None
 
 
 _SHARED: dict[str, RetrievalEvaluator] = {}

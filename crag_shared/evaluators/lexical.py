@@ -50,10 +50,10 @@ class LexicalEvaluator(RetrievalEvaluator):
         return "lexical"
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
-        question = _Question(query)
+        question = QuestionWords(query)
         return Evaluation([self._score(question, text) for text in texts])
 
-    def _score(self, question: _Question, text: str) -> float:
+    def _score(self, question: QuestionWords, text: str) -> float:
         whole = question.score(text)
         if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
             return whole
@@ -65,8 +65,10 @@ class LexicalEvaluator(RetrievalEvaluator):
 _NAME_HEAD = 1.8  # weight factor of the last word of a capitalised run ("Harrison" in "Charles Harrison")
 
 
-class _Question:
-    """The query, analysed once so that scoring many texts against it is cheap."""
+class QuestionWords:
+    """The query's weighted content words, analysed once so that scoring many texts against it is cheap.
+    `score(text)` in [-1, 1] is LexicalEvaluator's measure for one text; the embedding evaluator's
+    "matched" unit uses it to pick the sentences worth embedding."""
 
     def __init__(self, query: str) -> None:
         raw = words(query)

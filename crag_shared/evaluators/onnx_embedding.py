@@ -16,7 +16,7 @@ from .onnx import encodings, exported, open_export, read_config, run_padded
 
 class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
     """`EmbeddingEvaluator(model)` scored on ONNX Runtime (spec `onnx-embedding:PATH`, or
-    `onnx-embedding-passage:PATH` for `unit="passage"`).
+    `onnx-embedding-sentence:PATH`, `onnx-embedding-passage:PATH` for the other units).
 
     `model` is an encoder checkpoint (exported on first use into `export_dir`, default a cache entry named
     by the checkpoint's files) or a directory written by `crag export-onnx --embedding`. `quantize=True`
