@@ -49,6 +49,19 @@ def test_fit_save_load_reproduces_scores(tiny_bert, tmp_path):
         evaluator_from_spec(f"combined:{tmp_path / 'bad.json'}")
 
 
+def test_a_format_1_file_keeps_the_sentence_unit_its_embedding_was_fitted_with(tiny_bert, tmp_path):
+    saved = {"format": 1, "members": ["lexical", f"onnx-embedding:{tiny_bert}"], "weights": [1.0, 2.0],
+             "bias": -0.5, "thresholds": [0.0, -0.8]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(saved))
+    old = CombinedEvaluator.load(path)
+    assert old.members[1].unit == "sentence" and old.members[1].spec == f"onnx-embedding-sentence:{tiny_bert}"
+    path.write_text(json.dumps({**saved, "format": 2}))
+    assert CombinedEvaluator.load(path).members[1].unit == "matched"
+    old.save(tmp_path / "resaved.json")
+    assert CombinedEvaluator.load(tmp_path / "resaved.json").members[1].unit == "sentence"
+
+
 def test_fit_combination_cli(tmp_path, capsys):
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"query": q, "passage": p, "label": y}) + "\n" for q, p, y in QUESTIONS))

@@ -14,7 +14,9 @@ from typing import Any
 
 from .base import Evaluation, RetrievalEvaluator
 
-FORMAT = 1
+#: 2: `embedding:` / `onnx-embedding:` members mean the unit "matched"; in format 1 files they meant the
+#: unit "sentence", which `load` keeps for them (as `embedding-sentence:`), so old fits reproduce.
+FORMAT = 2
 
 
 class CombinedEvaluator(RetrievalEvaluator):
@@ -118,9 +120,10 @@ class CombinedEvaluator(RetrievalEvaluator):
 
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if data.get("format") != FORMAT:
+            if data.get("format") not in (1, FORMAT):
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-            specs = list(data["members"]) if members is None else list(members)
+            saved = [_sentence_unit(spec) if data["format"] == 1 else spec for spec in data["members"]]
+            specs = saved if members is None else list(members)
             if len(specs) != len(data["members"]):
                 raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
             members = [evaluator_from_spec(spec) for spec in specs]
@@ -128,6 +131,14 @@ class CombinedEvaluator(RetrievalEvaluator):
                        path=str(path), report=data.get("report"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
+
+
+def _sentence_unit(spec: str) -> str:
+    """A format 1 member spec as it reads today: `embedding:X` -> `embedding-sentence:X` (same for ONNX)."""
+    kind, separator, target = spec.partition(":")
+    if kind.strip().lower() in ("embedding", "onnx-embedding") and target:
+        return f"{kind.strip()}-sentence{separator}{target}"
+    return spec
 
 
 def logistic_regression(rows: Sequence[Sequence[float]], targets: Sequence[float], *, l2: float = 1e-3,
