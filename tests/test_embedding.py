@@ -156,6 +156,13 @@ def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path
     int8 = evaluator_from_spec(spec)
     assert isinstance(int8, OnnxEmbeddingEvaluator) and int8.spec == spec
     assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.1)
+    # int8 activations are scaled per batch, so int8 embeds each text alone: exactly batch-independent
+    together = int8.encode(TEXTS)
+    alone = []
+    for text in TEXTS:
+        int8.clear_cache()
+        alone.extend(int8.encode([text]))
+    assert together == alone
     with pytest.raises(ValueError, match="an encoder"):  # an encoder export is not a cross-encoder
         evaluator_from_spec(f"onnx:{tmp_path / 'int8'}").score(QUERY, TEXTS)
 

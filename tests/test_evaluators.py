@@ -307,6 +307,16 @@ def test_batching_defaults_follow_the_device(tiny_bert):
         CrossEncoderEvaluator(str(tiny_bert), length_bucket=0)
 
 
+@pytest.mark.slow
+def test_int8_scores_each_text_alone_so_scores_stay_batch_independent(tiny_bert):
+    texts = ["paris", "the eiffel tower stands in paris it was built in 1889", "henry feilden politician",
+             "marie curie won the nobel prize twice and was a physicist and chemist"]
+    int8 = CrossEncoderEvaluator(str(tiny_bert), quantize=True)
+    assert int8.batching[0] == 1  # int8 quantizes a batch's activations with one scale
+    assert int8.score("capital of france", texts) == [int8.score("capital of france", [t])[0] for t in texts]
+    assert CrossEncoderEvaluator(str(tiny_bert), quantize=True, batch_size=4).batching[0] == 4  # unless asked
+
+
 def test_lexical_prefers_a_passage_whose_one_sentence_holds_the_question():
     question = "When did Marie Curie win the Nobel Prize in Chemistry?"
     together = "Her family moved often. Marie Curie won the Nobel Prize in Chemistry in 1911. She died in 1934."

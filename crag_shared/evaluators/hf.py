@@ -7,7 +7,9 @@ hundreds of tokens, and on a CPU padding the short ones to the longest costs mor
 On a GPU the trade reverses (a forward pass costs about the same for 1 or 100 short pairs), so the
 defaults depend on the device (`DEVICE_BATCHING`): a query's pairs go in one batch, and padded lengths
 round up to a bucket so that shapes repeat, which matters in bf16/fp16 where every new shape pays a
-one-time kernel selection (`warm_buckets=True` pays it at warm-up instead).
+one-time kernel selection (`warm_buckets=True` pays it at warm-up instead). Int8 (`quantize=True`) scores
+each text alone unless `batch_size` is given: dynamic quantization scales a whole batch's activations
+with one factor, so in a batch a text's score would move with its neighbours.
 """
 
 from __future__ import annotations
@@ -108,11 +110,11 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         self.max_batch_tokens = max_batch_tokens
         self.length_bucket = length_bucket
         self.warm_buckets = warm_buckets
+        self.quantize = quantize
         self._resolve_batching("cpu")  # until the model loads on its device
         self._warmed = False
         self.device = device
         self.dtype = dtype
-        self.quantize = quantize
         self.num_threads = num_threads
         self.local_files_only = local_files_only
         self.allow_untrained_head = allow_untrained_head
@@ -158,6 +160,8 @@ class HFSequenceEvaluator(RetrievalEvaluator):
 
     def _resolve_batching(self, device: str) -> None:
         defaults = DEVICE_BATCHING["cpu" if device.startswith("cpu") else "gpu"]
+        if self.quantize:  # int8 scales a batch's activations together: only a text alone is batch-independent
+            defaults = (1, *defaults[1:])
         given = (self.batch_size, self.max_batch_tokens, self.length_bucket)
         self._limits = tuple(d if g is None else g for g, d in zip(given, defaults))  # type: ignore[assignment]
 

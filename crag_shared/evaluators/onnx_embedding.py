@@ -21,12 +21,15 @@ class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
     `model` is an encoder checkpoint (exported on first use into `export_dir`, default a cache entry named
     by the checkpoint's files) or a directory written by `crag export-onnx --embedding`. `quantize=True`
     (default) uses int8 weights; `num_threads` sets ONNX Runtime's intra-op threads (default: all cores).
+    Each text is embedded alone (`batch_size=1`): int8 quantizes a batch's activations with one scale, so a
+    text's embedding in a batch moves with its neighbours (cosines by up to 0.02 with MiniLM); alone it is
+    exactly batch-independent, and on 2 cores as fast (a 10-passage query: 31.8 ms against 32.3 at 8).
     """
 
     spec_prefix = "onnx-embedding"
 
     def __init__(self, model: str, *, quantize: bool = True, export_dir: str | Path | None = None,
-                 num_threads: int | None = None, batch_size: int = 8, **kwargs: Any) -> None:
+                 num_threads: int | None = None, batch_size: int = 1, **kwargs: Any) -> None:
         if kwargs.get("device") not in (None, "cpu", "auto"):
             raise ValueError("the ONNX backend runs on the CPU; drop device or use EmbeddingEvaluator")
         super().__init__(model, batch_size=batch_size, **kwargs)
