@@ -25,8 +25,8 @@ from .throughput import load_popqa
 def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_size: int = 32,
         rounds: int = 3, engines: bool = False, copies: int = 1, web_delay: float | None = None,
         upper: float | None = None, lower: float | None = None) -> dict[str, float]:
-    """Queries/s of the loop and of correct_many (best of `rounds`, interleaved, cold sentence cache each
-    time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too.
+    """Queries/s of the loop and of correct_many (best of `rounds`, interleaved, cold sentence and embedding
+    caches each time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too.
     With `web_delay`, queries that need the web search the recorded PopQA web knowledge on loopback
     (`crag bench recall`'s server), the search and each page answering after `web_delay` seconds.
     `upper`/`lower` replace the evaluator's thresholds (e.g. to send more queries to the web)."""
@@ -50,11 +50,11 @@ def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector
     corrector.correct(*data[0])  # load the model outside the timings
     loop_s, many_s, same = [], [], True
     for _ in range(rounds):
-        sentence_spans.cache_clear()
+        _cold(corrector)
         started = time.perf_counter()
         alone = [corrector.correct(q, p) for q, p in data]
         loop_s.append(time.perf_counter() - started)
-        sentence_spans.cache_clear()
+        _cold(corrector)
         started = time.perf_counter()
         together = [r for s in range(0, len(data), batch_size)
                     for r in corrector.correct_many(data[s:s + batch_size])]
@@ -72,6 +72,12 @@ def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector
               f"{batch_size}) {figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: "
               f"{same}\n")
     return figures
+
+
+def _cold(corrector: Corrector) -> None:
+    """Empty the sentence and embedding caches, so that no pass reuses the texts of the pass before."""
+    sentence_spans.cache_clear()
+    corrector.evaluator.clear_cache()
 
 
 def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: int, batch_size: int,
