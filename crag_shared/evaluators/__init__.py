@@ -11,7 +11,7 @@ from ..llm import LLM
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
-from .embedding import SPEC_SUFFIX, EmbeddingEvaluator
+from .embedding import EmbeddingEvaluator, embedding_kind
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
@@ -73,7 +73,7 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
         combination = CombinedEvaluator.load(shipped)
         combination.path = target  # its spec stays `combined:NAME`, wherever crag is installed
         return combination
-    embedding = _embedding_kind(kind)
+    embedding = embedding_kind(kind)
     if embedding and target:
         backend = EmbeddingEvaluator if embedding[0] == "embedding" else OnnxEmbeddingEvaluator
         return backend(target, unit=embedding[1], **kwargs)
@@ -92,20 +92,10 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
 SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
 
 
-def _embedding_kind(kind: str) -> tuple[str, str] | None:
-    """(backend, unit) of an embedding spec's kind, e.g. "onnx-embedding-passage" -> ("onnx-embedding",
-    "passage"); None for any other kind."""
-    for backend in ("onnx-embedding", "embedding"):
-        for unit, suffix in SPEC_SUFFIX.items():
-            if kind == backend + suffix:
-                return backend, unit
-    return None
-
-
 def embedding_unit(spec: str) -> str | None:
     """For the specs that name the framework's own embedding model ("embedding", "embedding-sentence",
     "embedding-passage"), the unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""
-    embedding = _embedding_kind(spec.strip().lower())
+    embedding = embedding_kind(spec.strip().lower())
     return embedding[1] if embedding and embedding[0] == "embedding" else None
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Evaluation, RetrievalEvaluator
+from .embedding import SPEC_SUFFIX, embedding_kind
 
 #: 2: `embedding:` / `onnx-embedding:` members mean the unit "matched"; in format 1 files they meant the
 #: unit "sentence", which `load` keeps for them (as `embedding-sentence:`), so old fits reproduce.
@@ -135,9 +136,10 @@ class CombinedEvaluator(RetrievalEvaluator):
 
 def _sentence_unit(spec: str) -> str:
     """A format 1 member spec as it reads today: `embedding:X` -> `embedding-sentence:X` (same for ONNX)."""
-    kind, separator, target = spec.partition(":")
-    if kind.strip().lower() in ("embedding", "onnx-embedding") and target:
-        return f"{kind.strip()}-sentence{separator}{target}"
+    kind, _, target = spec.partition(":")
+    embedding = embedding_kind(kind.strip().lower())
+    if embedding and embedding[1] == "matched" and target:
+        return f"{embedding[0]}{SPEC_SUFFIX['sentence']}:{target}"
     return spec
 
 

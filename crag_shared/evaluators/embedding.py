@@ -38,6 +38,16 @@ SPEC_SUFFIX: dict[str, str] = {"matched": "", "sentence": "-sentence", "passage"
 MATCHED_SENTENCES = 2
 
 
+def embedding_kind(kind: str) -> tuple[str, str] | None:
+    """(backend, unit) of an embedding spec's kind, e.g. "onnx-embedding-passage" -> ("onnx-embedding",
+    "passage"); None for any other kind."""
+    for backend in ("onnx-embedding", "embedding"):
+        for unit, suffix in SPEC_SUFFIX.items():
+            if kind == backend + suffix:
+                return backend, unit
+    return None
+
+
 class EmbeddingEvaluator(RetrievalEvaluator):
     """Cosine of query and passage embeddings, mapped linearly to [-1, 1]: `clip((cos - midpoint) / spread)`.
 
