@@ -6,7 +6,16 @@ Without the import, allow it yourself: `HAYSTACK_DESERIALIZATION_ALLOWLIST="crag
 `Pipeline.loads(yaml, allowed_modules=["crag_haystack"])`.
 """
 
-from .components import CRAG, KnowledgeRefiner, ReplayWebSearch, RetrievalRouter, SearchQueryRewriter, SerpAPIWebSearch
+from .components import (
+    CRAG,
+    KnowledgeGate,
+    KnowledgeRefiner,
+    NoAnswerReply,
+    ReplayWebSearch,
+    RetrievalRouter,
+    SearchQueryRewriter,
+    SerpAPIWebSearch,
+)
 from .embedding import embedding_evaluator
 from .llm import HaystackChatLLM
 from .pipeline import build_crag_pipeline
@@ -21,7 +30,9 @@ else:
 __all__ = [
     "CRAG",
     "HaystackChatLLM",
+    "KnowledgeGate",
     "KnowledgeRefiner",
+    "NoAnswerReply",
     "ReplayWebSearch",
     "RetrievalRouter",
     "SearchQueryRewriter",

@@ -10,15 +10,32 @@ from crag_shared.types import Fallback
 logger = logging.getLogger("crag_haystack")
 
 
-def log_fallbacks(component: str, fallbacks: Iterable[Fallback]) -> None:
+def log_fallbacks(component: Any, fallbacks: Iterable[Fallback]) -> None:
+    """Faults (a web search that failed, an evaluator that broke) as warnings, each time; an expected
+    outcome of the setup (no web search configured) at INFO, once per component."""
+    name = type(component).__name__
     for fallback in fallbacks:
-        logger.warning(f"{component}: CRAG fallback in {fallback.step}: {fallback.reason} -> {fallback.applied}")
+        message = f"{name}: CRAG fallback in {fallback.step}: {fallback.reason} -> {fallback.applied}"
+        if not fallback.expected:
+            logger.warning(message)
+        elif not getattr(component, "_said_expected", False):
+            component._said_expected = True
+            logger.info(message + " (said once per component)")
+
+
+def checked_query(component: str, query: Any) -> str:
+    """The query a component judges: anything but a string is the caller's bug, raised naming `query`; an
+    empty one is the core's unjudged outcome (never labelled correct)."""
+    if not isinstance(query, str):
+        raise TypeError(f"{component}: query must be a string, got {type(query).__name__}")
+    return query
 
 
 def unusable_query(component: str, query: Any) -> bool:
-    """True (with a warning) for an empty or whitespace query: like Haystack's rankers, the component then
-    returns its documents unchanged instead of raising out of the pipeline."""
-    if isinstance(query, str) and query.strip():
+    """True (with a warning) for an empty or whitespace query: like Haystack's rankers, a refiner or a web
+    search then returns its documents unchanged instead of raising out of the pipeline. A query that is
+    not a string raises."""
+    if checked_query(component, query).strip():
         return False
     logger.warning(f"{component}: empty query; returning the documents unchanged")
     return True

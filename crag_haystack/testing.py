@@ -1,4 +1,5 @@
-"""An offline stand-in chat generator for Haystack examples and tests (works on Haystack 2 and 3)."""
+"""Offline stand-ins for Haystack examples, tests and benchmarks: a chat generator, embedders and a fixed
+retriever (work on Haystack 2 and 3)."""
 
 import re
 from dataclasses import replace
@@ -85,3 +86,39 @@ class HashingDocumentEmbedder:
     def run(self, documents: list[Document]) -> dict[str, Any]:
         self.calls += 1
         return {"documents": [replace(d, embedding=hashing_vector(d.content or "", self.dim)) for d in documents]}
+
+
+@component
+class FixedRetriever:
+    """Returns the documents set for each query (benchmarks replaying recorded retrievals), none for others.
+    Not serializable: it holds documents, not a store."""
+
+    def __init__(self, documents_by_query: dict[str, list[Document]]) -> None:
+        self.documents_by_query = documents_by_query
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str) -> dict[str, Any]:
+        return {"documents": list(self.documents_by_query.get(query, []))}
+
+
+def crag_component_pipeline(retriever: Any, generator: Any, **crag_settings: Any) -> Any:
+    """retriever → `CRAG` → prompt builder (documents required) → generator, and `crag.abstention` →
+    `no_answer`: the drop-in wiring the README shows, as benchmarks and tests run it."""
+    from haystack import Pipeline
+    from haystack.components.builders import ChatPromptBuilder
+
+    from .components import CRAG, NoAnswerReply
+    from .pipeline import DEFAULT_TEMPLATE
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", retriever)
+    pipeline.add_component("crag", CRAG(**crag_settings))
+    pipeline.add_component("prompt_builder", ChatPromptBuilder(template=DEFAULT_TEMPLATE,
+                                                               required_variables=["query", "documents"]))
+    pipeline.add_component("generator", generator)
+    pipeline.add_component("no_answer", NoAnswerReply())
+    pipeline.connect("retriever.documents", "crag.documents")
+    pipeline.connect("crag.documents", "prompt_builder.documents")
+    pipeline.connect("prompt_builder.prompt", "generator.messages")
+    pipeline.connect("crag.abstention", "no_answer.abstention")
+    return pipeline

@@ -35,6 +35,10 @@ from .llm import LlamaIndexLLM
 class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     """Scores the retrieved nodes, picks Correct / Incorrect / Ambiguous, and returns refined knowledge.
 
+    When CRAG abstains (retrieval judged Incorrect and no web knowledge, or an empty query) it returns no
+    nodes: irrelevant text never reaches the LLM. `correct()` also returns the `CorrectionResult`, whose
+    `abstention` says why; `on_web_failure="keep"` keeps the best strips of Incorrect retrieval instead.
+
     Returns knowledge strips as new `TextNode`s. Their metadata carries `crag_action`, `crag_score`,
     `crag_origin`, `crag_source_id`, `crag_position`, the character span, `title`/`url`, and any
     fallback taken. Internal strips keep a SOURCE relationship to the node they came from. With
@@ -91,8 +95,11 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     @staticmethod
     def _query(query_bundle: QueryBundle | None) -> str:
-        if query_bundle is None or not query_bundle.query_str.strip():
+        """The query to judge; an empty one is judged as unjudged by the core (no nodes come back)."""
+        if query_bundle is None:
             raise ValueError("CRAGPostprocessor needs the query: pass query_bundle=... or query_str=...")
+        if not isinstance(query_bundle, QueryBundle):
+            raise TypeError(f"query_bundle must be a QueryBundle, got {type(query_bundle).__name__}")
         return query_bundle.query_str
 
     def correct(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -14,36 +14,54 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.prompts.mixin import PromptMixinType
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.response_synthesizers import BaseSynthesizer, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.settings import Settings
 
 from crag_shared import CorrectionResult
-from crag_shared.records import NO_KNOWLEDGE_ANSWER, result_metadata
+from crag_shared.records import NO_CONTEXT_INSTRUCTION, NO_KNOWLEDGE_ANSWER, result_metadata
 
 from .postprocessor import CRAGPostprocessor
+
+#: The prompt of `on_abstain="llm"`: the question alone, and the instruction not to guess.
+NO_CONTEXT_PROMPT = PromptTemplate(f"{NO_CONTEXT_INSTRUCTION}\nQuestion: {{query_str}}\nAnswer: ")
+OnAbstain = Literal["answer", "llm"]
 
 
 class CRAGQueryEngine(BaseQueryEngine):
     """Wraps any retriever (or index) with CRAG before response synthesis.
 
     `response.metadata["crag"]` holds the action, the scores, the thresholds, the rewritten query, the
-    web URLs, the strips and the full trace; `source_nodes` are the knowledge nodes with provenance.
-    When CRAG keeps no knowledge at all, the engine answers `no_knowledge_answer` instead of letting
-    the LLM answer from nothing. `query`, `aquery` and streaming (`streaming=True`) all work.
+    web URLs, the strips, whether CRAG abstained and why, and the full trace; `source_nodes` are the
+    knowledge nodes with provenance. When CRAG abstains (no knowledge at all: retrieval judged Incorrect
+    with no web knowledge, or an empty query), the engine answers `no_knowledge_answer` without calling
+    the LLM; `on_abstain="llm"` asks the LLM instead with `no_context_prompt` (the question alone, told
+    not to guess; a prompt of this engine's, see `get_prompts()`). `query`, `aquery` and streaming
+    (`streaming=True`) all work.
     """
 
     def __init__(self, retriever: BaseRetriever, *, crag: CRAGPostprocessor | None = None,
                  response_synthesizer: BaseSynthesizer | None = None, llm: Any | None = None,
                  streaming: bool = False, no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER,
+                 on_abstain: OnAbstain = "answer", no_context_prompt: BasePromptTemplate | str | None = None,
                  callback_manager: CallbackManager | None = None, **crag_settings: Any) -> None:
         if crag is not None and crag_settings:
             raise ValueError("pass either crag=CRAGPostprocessor(...) or CRAG settings, not both")
+        if on_abstain not in ("answer", "llm"):
+            raise ValueError(f"on_abstain must be 'answer' (no_knowledge_answer, no LLM call) or 'llm', "
+                             f"got {on_abstain!r}")
+        if not isinstance(no_knowledge_answer, str):
+            raise TypeError(f"no_knowledge_answer must be a string, got {type(no_knowledge_answer).__name__}")
         self._retriever = retriever
         self._crag = crag or CRAGPostprocessor(llm=llm, **crag_settings)
         self._synthesizer = response_synthesizer or get_response_synthesizer(llm=llm, streaming=streaming)
+        self._llm = llm
         self._streaming = streaming
         self._no_knowledge_answer = no_knowledge_answer
+        self._on_abstain = on_abstain
+        self._no_context_prompt = _prompt(no_context_prompt or NO_CONTEXT_PROMPT)
         super().__init__(callback_manager=callback_manager or CallbackManager())
 
     @classmethod
@@ -59,6 +77,13 @@ class CRAGQueryEngine(BaseQueryEngine):
     def retriever(self) -> BaseRetriever:
         return self._retriever
 
+    def _get_prompts(self) -> PromptDictType:
+        return {"no_context_prompt": self._no_context_prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "no_context_prompt" in prompts:
+            self._no_context_prompt = _prompt(prompts["no_context_prompt"])
+
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"crag": self._crag, "response_synthesizer": self._synthesizer}
 
@@ -67,8 +92,9 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes, result = self._crag.correct(self._retriever.retrieve(query_bundle), query_bundle)
-        response = self._synthesizer.synthesize(query_bundle, nodes) if nodes else self._no_knowledge(nodes, False)
-        return _with_crag(response, result)
+        if result.abstained:
+            return _with_crag(self._abstain(query_bundle), result)
+        return _with_crag(self._synthesizer.synthesize(query_bundle, nodes), result)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes, result = await self._crag.acorrect(await self._retriever.aretrieve(query_bundle), query_bundle)
@@ -76,28 +102,52 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     async def arespond(self, query_bundle: QueryBundle, nodes: list[NodeWithScore], result: CorrectionResult
                        ) -> RESPONSE_TYPE:
-        """The answer from CRAG's knowledge nodes (or the no-knowledge answer), with CRAG's verdict in
-        `response.metadata["crag"]` (also the last step of `CRAGWorkflow`)."""
-        if nodes:
-            response = await self._synthesizer.asynthesize(query_bundle, nodes)
-        else:
-            response = self._no_knowledge(nodes, True)
-        return _with_crag(response, result)
+        """The answer from CRAG's knowledge nodes (or, when CRAG abstained, the no-knowledge answer), with
+        CRAG's verdict in `response.metadata["crag"]` (also the last step of `CRAGWorkflow`)."""
+        if result.abstained:
+            return _with_crag(await self._aabstain(query_bundle), result)
+        return _with_crag(await self._synthesizer.asynthesize(query_bundle, nodes), result)
 
-    def _no_knowledge(self, nodes: list[NodeWithScore], is_async: bool) -> RESPONSE_TYPE:
+    def _abstain(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        if self._on_abstain == "answer":
+            return self._fixed_answer(is_async=False)
+        llm, query = self._llm or Settings.llm, query_bundle.query_str
+        if self._streaming:
+            return StreamingResponse(response_gen=llm.stream(self._no_context_prompt, query_str=query))
+        return Response(llm.predict(self._no_context_prompt, query_str=query), source_nodes=[])
+
+    async def _aabstain(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        if self._on_abstain == "answer":
+            return self._fixed_answer(is_async=True)
+        llm, query = self._llm or Settings.llm, query_bundle.query_str
+        if self._streaming:
+            return AsyncStreamingResponse(response_gen=await llm.astream(self._no_context_prompt, query_str=query))
+        return Response(await llm.apredict(self._no_context_prompt, query_str=query), source_nodes=[])
+
+    def _fixed_answer(self, is_async: bool) -> RESPONSE_TYPE:
         text = self._no_knowledge_answer
         if not self._streaming:
-            return Response(text, source_nodes=nodes)
+            return Response(text, source_nodes=[])
         if is_async:
             async def agen() -> AsyncGenerator[str, None]:
                 yield text
 
-            return AsyncStreamingResponse(response_gen=agen(), source_nodes=nodes)
+            return AsyncStreamingResponse(response_gen=agen(), source_nodes=[])
 
         def gen() -> Generator[str, None, None]:
             yield text
 
-        return StreamingResponse(response_gen=gen(), source_nodes=nodes)
+        return StreamingResponse(response_gen=gen(), source_nodes=[])
+
+
+def _prompt(prompt: BasePromptTemplate | str) -> BasePromptTemplate:
+    """The no-context prompt as a template that takes `{query_str}`, checked where it is set."""
+    template = PromptTemplate(prompt) if isinstance(prompt, str) else prompt
+    if not isinstance(template, BasePromptTemplate):
+        raise TypeError(f"no_context_prompt must be a prompt template or a string, got {type(prompt).__name__}")
+    if "query_str" not in template.template_vars:
+        raise ValueError("no_context_prompt must contain {query_str}")
+    return template
 
 
 def _with_crag(response: RESPONSE_TYPE, result: CorrectionResult) -> RESPONSE_TYPE:

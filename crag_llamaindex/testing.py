@@ -1,4 +1,5 @@
-"""Offline stand-ins for LlamaIndex apps: a hashing embedding and a rule-driven LLM (no downloads, no keys)."""
+"""Offline stand-ins for LlamaIndex apps: a hashing embedding, a rule-driven LLM and a fixed retriever (no
+downloads, no keys)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from crag_shared.testing import hashing_vector
 
@@ -81,3 +84,14 @@ class RuleLLM(CustomLLM):
             delta = word if not so_far else " " + word
             so_far += delta
             yield CompletionResponse(text=so_far, delta=delta)
+
+
+class FixedRetriever(BaseRetriever):
+    """Returns the nodes set for each query (benchmarks replaying recorded retrievals), none for others."""
+
+    def __init__(self, nodes_by_query: dict[str, list[NodeWithScore]]) -> None:
+        self._nodes_by_query = nodes_by_query
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return list(self._nodes_by_query.get(query_bundle.query_str, []))

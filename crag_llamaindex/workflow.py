@@ -19,7 +19,7 @@ from crag_shared.records import NO_KNOWLEDGE_ANSWER
 
 from .convert import to_passage
 from .postprocessor import CRAGPostprocessor
-from .query_engine import CRAGQueryEngine
+from .query_engine import CRAGQueryEngine, OnAbstain
 
 
 class RetrievedEvent(Event):
@@ -71,20 +71,24 @@ class CRAGWorkflow(Workflow):
 
     Each step's event is also written to the stream (`handler.stream_events()`); `streaming=True` makes
     the final result a streaming response. CRAG settings are `CRAGPostprocessor` keywords, or pass
-    `crag=` / `response_synthesizer=` yourself.
+    `crag=` / `response_synthesizer=` yourself. When CRAG abstains, the answer is `no_knowledge_answer` and
+    the LLM is not called, unless `on_abstain="llm"` (see `CRAGQueryEngine`). An empty query is not
+    retrieved nor judged: CRAG abstains on it.
     """
 
     def __init__(self, retriever: BaseRetriever | None = None, *, index: Any | None = None,
                  similarity_top_k: int = 10, crag: CRAGPostprocessor | None = None, llm: Any | None = None,
                  response_synthesizer: BaseSynthesizer | None = None, streaming: bool = False,
-                 no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER, timeout: float | None = 120.0,
+                 no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER, on_abstain: OnAbstain = "answer",
+                 no_context_prompt: Any | None = None, timeout: float | None = 120.0,
                  verbose: bool = False, **crag_settings: Any) -> None:
         if (retriever is None) == (index is None):
             raise ValueError("pass either retriever=... or index=...")
         super().__init__(timeout=timeout, verbose=verbose)
         retriever = retriever or index.as_retriever(similarity_top_k=similarity_top_k)
         self.engine = CRAGQueryEngine(retriever, crag=crag, response_synthesizer=response_synthesizer, llm=llm,
-                                      streaming=streaming, no_knowledge_answer=no_knowledge_answer, **crag_settings)
+                                      streaming=streaming, no_knowledge_answer=no_knowledge_answer,
+                                      on_abstain=on_abstain, no_context_prompt=no_context_prompt, **crag_settings)
 
     @property
     def crag(self) -> CRAGPostprocessor:
@@ -93,9 +97,9 @@ class CRAGWorkflow(Workflow):
     @step
     async def retrieve(self, ctx: Context, ev: StartEvent) -> RetrievedEvent:
         query = ev.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("CRAGWorkflow.run needs a non-empty query=...")
-        nodes = await self.engine.retriever.aretrieve(QueryBundle(query))
+        if not isinstance(query, str):
+            raise TypeError(f"CRAGWorkflow.run needs query=... as a string, got {type(query).__name__}")
+        nodes = await self.engine.retriever.aretrieve(QueryBundle(query)) if query.strip() else []
         return _streamed(ctx, RetrievedEvent(query=query, nodes=nodes))
 
     @step
@@ -105,7 +109,7 @@ class CRAGWorkflow(Workflow):
 
     @step
     async def decide(self, ctx: Context, ev: JudgedEvent) -> RefineEvent | WebSearchEvent:
-        if ev.judgment.action is Action.CORRECT:
+        if ev.judgment.action in (Action.CORRECT, Action.UNJUDGED):
             return _streamed(ctx, RefineEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
         return _streamed(ctx, WebSearchEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
 

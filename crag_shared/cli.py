@@ -153,6 +153,13 @@ def _bench_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_abstain(args: argparse.Namespace) -> int:
+    from .bench.abstain import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, shift=args.shift)
+    return 0
+
+
 def _bench_accuracy(args: argparse.Namespace) -> int:
     from .bench.accuracy import run, table
 
@@ -367,6 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--evaluator", action="append", help="evaluator spec (repeatable); default lexical")
     recall.add_argument("--queries", type=POSITIVE_INT, default=100)
     recall.set_defaults(func=_bench_recall)
+    abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
+                                 "adapter entry point, out of corpus and in corpus, default settings")
+    abstain.add_argument("--bench-dir")
+    abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
+    abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
+                         help="out of corpus: question i gets the passages of question i+SHIFT")
+    abstain.set_defaults(func=_bench_abstain)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
                                         "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")

@@ -28,7 +28,9 @@ class CRAGConfig:
     "llm:per_document" (the LLM judge, using the adapter's LLM). Thresholds: `thresholds_path` (JSON
     from `crag calibrate`) wins over `upper`/`lower`; a threshold left as None takes the evaluator's
     default. Refinement: `refine_mode` for retrieved passages, `web_refine_mode` for web paragraphs,
-    both keeping at most `strip_top_k` strips scoring at least `strip_threshold`. `max_keywords` bounds
+    both keeping at most `strip_top_k` strips scoring at least `strip_threshold`. `on_web_failure`: what
+    Incorrect does without web knowledge, "drop" (the paper: abstain) or "keep" (the internal passages'
+    best strips, flagged). `max_keywords` bounds
     the search rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator
     fails at run time. Every Corrector setting is here, under the name the Haystack components use too.
     """
@@ -41,7 +43,7 @@ class CRAGConfig:
     strip_top_k: int = 5
     strip_threshold: float = -0.5
     web_top_k: int = 5
-    on_web_failure: Literal["keep", "drop"] = "keep"
+    on_web_failure: Literal["keep", "drop"] = "drop"
     score_titles: bool = False
     web_refine_mode: Literal["fixed_num", "excerption", "selection"] = "selection"
     max_keywords: int = 3

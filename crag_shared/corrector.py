@@ -24,6 +24,8 @@ from .refine import StripRefiner
 from .rewrite import QueryRewriter, Rewrite
 from .text import titled
 from .trace import (
+    LOG,
+    Abstained,
     BelowLower,
     Decided,
     Evaluated,
@@ -36,8 +38,10 @@ from .trace import (
     Searched,
     SkippedPassage,
     TruncatedPassage,
+    Unjudged,
 )
 from .types import (
+    Abstention,
     Action,
     CorrectionResult,
     FailedCorrection,
@@ -97,6 +101,7 @@ class _State:
 Walk = Generator[Any, Any, CorrectionResult]
 T = TypeVar("T")
 _LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
+NO_WEB_SEARCH = "no web search configured"
 
 
 class Corrector:
@@ -107,8 +112,15 @@ class Corrector:
     (pages are already split into paragraphs, as in the paper), the offline keyword `QueryRewriter`, and
     no web search: nothing leaves the machine unless you pass a `web_search` provider.
 
-    When web search is missing or fails, Incorrect keeps the internal passages (their best strips,
-    flagged in the trace) unless `on_web_failure="drop"`; Ambiguous keeps its internal knowledge.
+    Incorrect discards the internal passages, as in the paper. When there is no web knowledge (no web
+    search configured, the search failed, found nothing, or its pages had no text) the result then holds
+    no knowledge and says so: `result.abstained`, with `result.abstention` saying why, and the adapters
+    answer "I don't know" without calling the LLM. `on_web_failure="keep"` opts into recall instead: the
+    internal passages' best strips are kept, flagged in the trace. Ambiguous without web knowledge keeps
+    the internal strips that pass the strip threshold and records the missing half (`result.web_missing`).
+    An empty query is not judged (`Action.UNJUDGED`, abstained); a query that is not a string raises.
+    No web search configured is the setup, not a fault: it is logged at INFO once per Corrector; a web
+    search that fails is logged as a warning each time.
     When the evaluator raises while scoring, `fallback_evaluator` (lexical by default; None to re-raise)
     scores instead, with its own thresholds; an `EvaluatorConfigurationError` (a model that cannot
     load) is never hidden that way. Every fallback is recorded in `result.trace.fallbacks`.
@@ -125,7 +137,7 @@ class Corrector:
         *,
         web_refiner: StripRefiner | None = None,
         web_top_k: int = 5,
-        on_web_failure: Literal["keep", "drop"] = "keep",
+        on_web_failure: Literal["keep", "drop"] = "drop",
         fallback_evaluator: RetrievalEvaluator | None = _LEXICAL,
         score_titles: bool = False,
     ) -> None:
@@ -145,6 +157,7 @@ class Corrector:
         self.on_web_failure = on_web_failure
         self.fallback_evaluator = fallback_evaluator
         self.score_titles = score_titles
+        self._told_no_web = False
 
     # -- drivers --------------------------------------------------------------------------------------
     def correct(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
@@ -332,8 +345,14 @@ class Corrector:
 
     def _judge_slice(self, query: str, passages: Sequence[str | Passage], policy: ActionPolicy | None = None
                      ) -> Generator[Any, Any, Judgment]:
-        query, items = _check_query(query), _as_passages(passages)
+        query, items = _query_text(query), _as_passages(passages)
         trace, state = Trace(), _State(self.evaluator, policy or self.policy)
+        thresholds = (state.policy.upper, state.policy.lower)
+        if not query:
+            trace.add(Input(len(items), 0, _describe(state.evaluator)))
+            trace.add(Unjudged("empty query"))
+            return Judgment(query, items, [], Action.UNJUDGED, thresholds, [], [], _describe(state.evaluator),
+                            trace, state)
         valid, scores, action = yield from self._judge(state, trace, query, items)
         kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= state.policy.lower]
         return Judgment(query, items, scores, action, (state.policy.upper, state.policy.lower), valid, kept,
@@ -354,35 +373,59 @@ class Corrector:
                      started: float) -> Walk:
         state, trace, query, items, action = (judgment.state, judgment.trace, judgment.query, judgment.passages,
                                               judgment.action)
-        if internal is None and action is not Action.INCORRECT:
+        if internal is None and action in (Action.CORRECT, Action.AMBIGUOUS):
             internal = yield from self._refine(state, trace, query, items, judgment.kept, self.refiner,
                                                Origin.INTERNAL)
         internal = internal or []
         external: list[Strip] = []
+        web_missing: str | None = None
+        if action is Action.UNJUDGED:
+            web = None
         if web is not None:
             trace.extend(web.trace)
-        if action is not Action.CORRECT:
-            failure = web.failure if web is not None else (
-                "no web search configured" if self.web_search is None else "web search was not run")
+        if action in (Action.INCORRECT, Action.AMBIGUOUS):
             if web is not None and web.passages:
                 external = yield from self._refine(state, trace, query, web.passages,
                                                    list(range(len(web.passages))), self.web_refiner, Origin.WEB)
-            elif action is Action.INCORRECT and self.on_web_failure == "keep":
-                trace.fallback("web_search", failure, "kept the internal passages' best strips (flagged)")
-                internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
-                                                   Origin.INTERNAL, threshold=-1.0)
-            elif action is Action.INCORRECT:
-                trace.fallback("web_search", failure, "dropped the internal passages (on_web_failure='drop')")
             else:
-                trace.fallback("web_search", failure, "kept the internal knowledge only")
+                web_missing = web.failure if web is not None else (
+                    NO_WEB_SEARCH if self.web_search is None else "web search was not run")
+                expected = web_missing == NO_WEB_SEARCH
+                if action is Action.INCORRECT and self.on_web_failure == "keep":
+                    trace.fallback("web_search", web_missing, "kept the internal passages' best strips (flagged)",
+                                   expected=expected)
+                    internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
+                                                       Origin.INTERNAL, threshold=-1.0)
+                elif action is Action.INCORRECT:
+                    trace.fallback("web_search", web_missing, "abstained: the internal passages were judged "
+                                   "irrelevant and dropped", expected=expected)
+                else:
+                    trace.fallback("web_search", web_missing, "kept the internal strips that pass the strip "
+                                   "threshold; the web half is missing", expected=expected)
+                if expected:
+                    self._note_no_web()
 
         knowledge = internal + external
+        abstention = None if knowledge else abstention_for(action, web_missing)
+        if abstention is not None:
+            trace.add(Abstained(abstention.code, abstention.reason))
         trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
                            sum(len(s.text.split()) for s in knowledge), _ms_since(started)))
         return CorrectionResult(query=query, action=action, knowledge=knowledge, scores=judgment.scores,
                                 passages=items, thresholds=judgment.thresholds,
                                 rewritten_query=web.query if web is not None else None,
-                                web_results=list(web.results) if web is not None else [], trace=trace, web=web)
+                                web_results=list(web.results) if web is not None else [], trace=trace, web=web,
+                                abstention=abstention, web_missing=web_missing)
+
+    def _note_no_web(self) -> None:
+        """No web search configured is this Corrector's setup, not a fault: said once, at INFO."""
+        if self._told_no_web:
+            return
+        self._told_no_web = True
+        kept = ("keeps the internal passages' best strips" if self.on_web_failure == "keep"
+                else "abstains (no knowledge, the LLM is not asked)")
+        LOG.info("CRAG: no web search configured: a query judged Incorrect %s; Ambiguous keeps its internal "
+                 "strips. Pass web_search=... to search the web.", kept)
 
     def _judge(self, state: _State, trace: Trace, query: str, items: list[Passage]
                ) -> Generator[Any, Any, tuple[list[int], list[float], Action]]:
@@ -564,12 +607,32 @@ def _describe(evaluator: RetrievalEvaluator) -> str:
         return type(evaluator).__name__
 
 
-def _check_query(query: Any) -> str:
+def abstention_for(action: Action, web_missing: str | None) -> Abstention:
+    """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
+    there is no web knowledge, None when the web gave pages but none of their strips passed. The Haystack
+    pipeline's `KnowledgeGate` words its abstentions with this too."""
+    if action is Action.UNJUDGED:
+        return Abstention("empty_query", "the query is empty: nothing was judged")
+    web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
+    if action is Action.INCORRECT:
+        return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
+    internal = "no retrieved strip passed the strip threshold"
+    return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")
+
+
+def _query_text(query: Any) -> str:
+    """The query as judged: stripped; "" (an empty or whitespace query) is judged as UNJUDGED. Anything but
+    a string is the caller's bug."""
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise ValueError("query must be a non-empty string (got an empty or whitespace-only query)")
     return query.strip()
+
+
+def _check_query(query: Any) -> str:
+    query = _query_text(query)
+    if not query:
+        raise ValueError("query must be a non-empty string (got an empty or whitespace-only query)")
+    return query
 
 
 def _as_passages(passages: Any) -> list[Passage]:

@@ -8,9 +8,14 @@ from typing import Any
 
 from .types import CorrectionResult, Passage, Strip
 
-#: What an adapter answers when CRAG kept no knowledge at all, instead of letting the LLM guess.
-NO_KNOWLEDGE_ANSWER = ("I could not find reliable information to answer this question: the retrieved "
-                       "passages were judged irrelevant and no web knowledge was available.")
+#: What an adapter answers when CRAG abstains (no knowledge at all), instead of letting the LLM guess; the
+#: response's CRAG metadata says why.
+NO_KNOWLEDGE_ANSWER = "I could not find reliable information to answer this question."
+
+#: What the LLM is told when CRAG abstains and the user chose to ask it anyway (no context at all).
+NO_CONTEXT_INSTRUCTION = ("No reliable information was found for the question below: the retrieved passages were "
+                          "judged irrelevant and no other source was available. Say that you could not find the "
+                          "answer; do not guess.")
 
 TITLE_KEYS = ("title", "document_title", "file_name", "filename", "name")
 URL_KEYS = ("url", "link", "source_url", "source", "file_path")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -92,7 +92,9 @@ def web_search_from_spec(spec: str) -> WebSearch | None:
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
     if isinstance(result, FailedCorrection):
         return {"id": job.id, "question": job.question, "error": result.error}
-    return {"id": job.id, "question": job.question, "action": result.action.value, "scores": result.scores,
+    return {"id": job.id, "question": job.question, "action": result.action.value,
+            "abstention": asdict(result.abstention) if result.abstention else None,
+            "web_missing": result.web_missing, "scores": result.scores,
             "thresholds": list(result.thresholds), "rewritten_query": result.rewritten_query,
             "web_urls": [r.url for r in result.web_results], "knowledge": [s.to_dict() for s in result.knowledge],
             "fallbacks": [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks],

@@ -130,11 +130,29 @@ class Searched(Step):
 
 
 @dataclass(frozen=True)
+class Unjudged(Step):
+    """The query could not be judged (empty): nothing was scored or searched."""
+
+    name: ClassVar[str] = "unjudged"
+    reason: str
+
+
+@dataclass(frozen=True)
 class FallbackTaken(Step):
     name: ClassVar[str] = "fallback"
     of: str
     reason: str
     applied: str
+    expected: bool = False
+
+
+@dataclass(frozen=True)
+class Abstained(Step):
+    """No knowledge for the generator; `code` and `reason` as in `crag_shared.types.Abstention`."""
+
+    name: ClassVar[str] = "abstain"
+    code: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -150,11 +168,13 @@ class Finished(Step):
 
 @dataclass(frozen=True)
 class Fallback:
-    """A documented fallback the corrector took, and why."""
+    """A documented fallback the corrector took, and why. `expected` marks the configured outcome of a
+    setup (no web search configured), which is no fault: it is logged at INFO once, not on every query."""
 
     step: str
     reason: str
     applied: str
+    expected: bool = False
 
 
 S = TypeVar("S", bound=Step)
@@ -170,11 +190,13 @@ class Trace:
     def add(self, step: Step) -> None:
         self.steps.append(step)
 
-    def fallback(self, step: str, reason: str, applied: str) -> None:
-        """Record a fallback; it is also logged as a warning on the "crag" logger."""
-        self.fallbacks.append(Fallback(step, reason, applied))
-        LOG.warning("CRAG fallback in %s: %s -> %s", step, reason, applied)
-        self.add(FallbackTaken(step, reason, applied))
+    def fallback(self, step: str, reason: str, applied: str, *, expected: bool = False) -> None:
+        """Record a fallback. A fault is also logged as a warning on the "crag" logger; an `expected` one
+        is left to its caller to log once."""
+        self.fallbacks.append(Fallback(step, reason, applied, expected))
+        if not expected:
+            LOG.warning("CRAG fallback in %s: %s -> %s", step, reason, applied)
+        self.add(FallbackTaken(step, reason, applied, expected))
 
     def extend(self, other: Trace) -> None:
         """Append another trace's steps and fallbacks (already logged where they happened)."""

@@ -10,11 +10,13 @@ from .trace import Fallback, Trace
 
 
 class Action(str, Enum):
-    """The three knowledge actions of the paper (section 4.3)."""
+    """The three knowledge actions of the paper (section 4.3), and UNJUDGED for a query that could not be
+    judged at all (an empty query): never Correct by default, and never searched."""
 
     CORRECT = "correct"
     INCORRECT = "incorrect"
     AMBIGUOUS = "ambiguous"
+    UNJUDGED = "unjudged"
 
     def __str__(self) -> str:
         return self.value
@@ -158,6 +160,22 @@ class WebOutcome:
 
 
 @dataclass(frozen=True)
+class Abstention:
+    """Why a correction hands the generator no knowledge at all, so the adapters answer without the LLM.
+
+    `code` is one of:
+    - "empty_query": the query was empty or whitespace; nothing was judged;
+    - "incorrect": every passage was judged irrelevant and there is no web knowledge (`reason` says why:
+      no web search configured, the search failed, found nothing, or its pages had no text);
+    - "no_knowledge": Correct or Ambiguous, but no strip passed the strip threshold and there is no web
+      knowledge.
+    """
+
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class FailedCorrection:
     """A query that `Corrector.correct_many` could not correct, in its place in the output; the others ran."""
 
@@ -168,7 +186,12 @@ class FailedCorrection:
 
 @dataclass
 class CorrectionResult:
-    """What `Corrector.correct` returns: the action, the refined knowledge and a full trace."""
+    """What `Corrector.correct` returns: the action, the refined knowledge and a full trace.
+
+    `abstention` is set exactly when `knowledge` is empty (see `Abstention`). `web_missing` says why the
+    web half of an Incorrect or Ambiguous action is missing (e.g. "no web search configured"), else None.
+    `scores` has one score per passage, in input order, or none when the query was not judged.
+    """
 
     query: str
     action: Action
@@ -180,6 +203,14 @@ class CorrectionResult:
     web_results: list[WebResult] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     web: WebOutcome | None = None
+    abstention: Abstention | None = None
+    web_missing: str | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """True when there is no knowledge for the generator: answer "I don't know" instead of guessing
+        (`abstention` says why)."""
+        return self.abstention is not None
 
     @property
     def internal(self) -> list[Strip]:
@@ -203,6 +234,9 @@ class CorrectionResult:
         """A JSON-ready digest for adapters' metadata (no passage texts, no secrets)."""
         return {
             "action": self.action.value,
+            "abstained": self.abstained,
+            "abstention": asdict(self.abstention) if self.abstention else None,
+            "web_missing": self.web_missing,
             "scores": list(self.scores),
             "thresholds": {"upper": self.thresholds[0], "lower": self.thresholds[1]},
             "rewritten_query": self.rewritten_query,

@@ -1,7 +1,8 @@
 """CRAG in a LlamaIndex app, offline: python examples/llamaindex_quickstart.py
 
 A VectorStoreIndex over a small corpus (the one shipped with crag-shared's demo), an offline hashing
-embedding, recorded web pages (ReplaySearch) and three questions that trigger each CRAG action.
+embedding, recorded web pages (ReplaySearch) and three questions that trigger each CRAG action; then the
+same engine without web search, abstaining on the question its corpus cannot answer.
 LLM: OpenAI if OPENAI_API_KEY is set and llama-index-llms-openai is installed, Ollama if OLLAMA_HOST is
 set and llama-index-llms-ollama is installed; otherwise a clearly labelled offline stand-in that quotes
 the first knowledge line.
@@ -66,6 +67,12 @@ def main() -> None:
             meta = node.node.metadata
             print(f"    source [{meta['crag_origin']} {node.score:+.2f}] {meta.get('url') or meta.get('title')}")
         print()
+
+    # 3) without web search, retrieval judged Incorrect is not handed to the LLM: CRAG abstains
+    offline = CRAGQueryEngine.from_index(index, similarity_top_k=3)
+    response = offline.query(QUESTIONS[2])
+    print(f"Without web search: {QUESTIONS[2]} -> {response}\n"
+          f"  abstained: {response.metadata['crag']['abstention']['reason']}")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,27 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
     assert "of plain RAG" in out.getvalue()
 
 
+def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
+    pytest.importorskip("haystack")
+    pytest.importorskip("llama_index.core")
+    from crag_shared.bench.abstain import ENTRY_POINTS, reached, run
+
+    assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
+                                                                        "France. It is tall."}])
+    assert not reached(["The Eiffel Tower"], [{"text": "The Eiffel Tower stands in Paris, France."}])
+    out = io.StringIO()
+    results = run(out, bench_dir, queries=20)
+    for label, figures in results.items():
+        points = figures["entry_points"]
+        assert tuple(points) == ENTRY_POINTS and len({tuple(c.values()) for c in points.values()}) == 1, label
+        for counts in points.values():  # no web: what is not abstained on is passage text sent to the generator
+            assert counts["passage_text_reached"] + counts["abstained"] == figures["questions"]
+    outside, inside = results["out of corpus"]["entry_points"]["core"], results["in corpus"]["entry_points"]["core"]
+    assert outside["abstained"] >= 18 and outside["answer_reached"] == 0
+    assert inside["abstained_with_relevant"] == 0 and inside["answer_reached"] >= 15
+    assert "haystack build_crag_pipeline" in out.getvalue()
+
+
 @pytest.mark.slow
 def test_throughput_helpers_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
     from crag_shared import T5Evaluator

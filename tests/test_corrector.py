@@ -1,4 +1,5 @@
 import asyncio
+import logging
 
 import pytest
 
@@ -16,7 +17,7 @@ from crag_shared import (
     WebSearchError,
 )
 from crag_shared.trace import BelowLower
-from crag_shared.types import WebSearchResponse
+from crag_shared.types import WebResult, WebSearchResponse
 
 QUERY = "What is Henry Feilden's occupation?"
 ABOUT = ("Henry Master Feilden (21 February 1818 – 5 September 1875) was an English Conservative Party "
@@ -144,24 +145,42 @@ class FailingWeb:
         return self.search(query, top_k)
 
 
-@pytest.mark.parametrize("web,reason", [
+WEB_MISSING = [
     (None, "no web search configured"),
     (FailingWeb(WebSearchError("429 Too Many Requests")), "web search failed: WebSearchError: 429"),
     (FailingWeb(response=WebSearchResponse([])), "web search returned no results"),
-])
-def test_incorrect_without_web_keeps_internal_flagged(web, reason, mode):
-    result = run(Corrector(web_search=web), QUERY, [OFF, NAMESAKE.replace("Feilden", "Smith")], mode)
-    assert result.action is Action.INCORRECT
+    (FailingWeb(response=WebSearchResponse([WebResult("Henry Feilden", "https://e.org/empty")])),
+     "web results had no text"),
+]
+
+
+@pytest.mark.parametrize("web,reason", WEB_MISSING)
+def test_incorrect_without_web_knowledge_abstains(web, reason, mode):
+    passages = [OFF, NAMESAKE.replace("Feilden", "Smith")]
+    result = run(Corrector(web_search=web), QUERY, passages, mode)
+    assert result.action is Action.INCORRECT and result.knowledge == [] and result.knowledge_text == ""
+    assert result.abstained and result.abstention.code == "incorrect"
+    assert reason in result.abstention.reason and result.web_missing.startswith(reason)
+    assert [p.text for p in result.passages] == passages  # discarded, never lost: the result lists them
+    assert result.trace.find("abstain")[0].code == "incorrect"
+    assert result.summary()["abstained"] is True and result.summary()["abstention"]["code"] == "incorrect"
+
+
+@pytest.mark.parametrize("web,reason", WEB_MISSING)
+def test_incorrect_without_web_keeps_internal_flagged_when_asked(web, reason, mode):
+    result = run(Corrector(web_search=web, on_web_failure="keep"), QUERY, [OFF, NAMESAKE.replace("Feilden", "Smith")],
+                 mode)
+    assert result.action is Action.INCORRECT and not result.abstained
     assert [s.origin for s in result.knowledge] == [Origin.INTERNAL, Origin.INTERNAL]  # nothing lost
     assert result.fallbacks[-1].step == "web_search" and result.fallbacks[-1].reason.startswith(reason)
     assert "kept the internal passages" in result.fallbacks[-1].applied
 
 
-def test_incorrect_without_web_can_drop_but_lists_passages(mode):
-    corrector = Corrector(web_search=FailingWeb(ConnectionError("offline")), on_web_failure="drop")
+def test_incorrect_drop_lists_the_discarded_passages(mode):
+    corrector = Corrector(web_search=FailingWeb(ConnectionError("offline")))
     result = run(corrector, QUERY, [OFF], mode)
-    assert result.knowledge == []
-    assert "dropped" in result.fallbacks[-1].applied
+    assert result.knowledge == [] and result.abstained
+    assert "abstained" in result.fallbacks[-1].applied and not result.fallbacks[-1].expected
     assert result.trace.find("filter_passages")[0].below_lower == [BelowLower(0, "0", -1.0)]
 
 
@@ -170,8 +189,81 @@ def test_ambiguous_keeps_internal_knowledge_when_web_fails(mode):
                           web_search=FailingWeb(TimeoutError("search timed out")))
     result = run(corrector, QUERY, [NAMESAKE], mode)
     assert result.action is Action.AMBIGUOUS and [s.text for s in result.knowledge] == [NAMESAKE]
-    assert result.fallbacks[-1].applied == "kept the internal knowledge only"
+    assert not result.abstained and "TimeoutError: search timed out" in result.web_missing
+    assert result.fallbacks[-1].applied.startswith("kept the internal strips that pass the strip threshold")
     assert "TimeoutError: search timed out" in result.fallbacks[-1].reason
+
+
+def test_ambiguous_without_web_keeps_only_strips_passing_the_strip_threshold(mode):
+    weak = "Bob Feilden was a British mechanical engineer. The Eiffel Tower stands in Paris. It is made of iron."
+    corrector = Corrector(evaluator=LLMEvaluator(Judge({weak: "unsure", "Bob Feilden was a British mechanical "
+                                                        "engineer.": "unsure"})),
+                          refiner=StripRefiner("excerption", strip_words=3, threshold=0.0))
+    result = run(corrector, QUERY, [weak], mode)
+    assert result.action is Action.AMBIGUOUS and result.web_missing == "no web search configured"
+    strips = result.trace.find("refine_internal")[0]
+    assert strips.pieces == 3 and strips.kept == 1  # the Eiffel sentences scored below the strip threshold
+    assert [s.text for s in result.knowledge] == ["Bob Feilden was a British mechanical engineer."]
+    assert all(s.score >= 0.0 for s in result.knowledge)
+    assert result.fallbacks[-1].expected and "web half is missing" in result.fallbacks[-1].applied
+
+
+def test_ambiguous_with_no_strip_passing_and_no_web_abstains(mode):
+    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})),
+                          refiner=StripRefiner("selection", threshold=0.5))
+    result = run(corrector, QUERY, [NAMESAKE], mode)
+    assert result.action is Action.AMBIGUOUS and result.knowledge == []
+    assert result.abstention.code == "no_knowledge" and "no web search configured" in result.abstention.reason
+
+
+@pytest.mark.parametrize("query", ["", "   \n"])
+def test_an_empty_query_is_unjudged_never_correct(query, mode):
+    web = InMemoryWebSearch(PAGES)
+    result = run(Corrector(web_search=web, on_web_failure="keep"), query, [ABOUT, OFF], mode)
+    assert result.action is Action.UNJUDGED and result.knowledge == [] and result.scores == []
+    assert result.abstention.code == "empty_query" and web.queries == []  # nothing judged, nothing searched
+    assert [p.text for p in result.passages] == [ABOUT, OFF]
+    assert result.trace.find("unjudged")[0].reason == "empty query"
+
+
+@pytest.mark.parametrize("query", [None, 123, b"bytes"])
+def test_a_query_that_is_not_a_string_raises_naming_it(query, mode):
+    with pytest.raises(TypeError, match="query must be a string"):
+        run(Corrector(), query, [ABOUT], mode)
+    with pytest.raises(TypeError, match="query must be a string"):
+        Corrector().judge(query, [ABOUT])
+
+
+def test_no_passage_with_text_searches_the_web_or_abstains(mode):
+    result = run(Corrector(), QUERY, ["", None, "  "], mode)
+    assert result.action is Action.INCORRECT and result.abstention.code == "incorrect"
+    web = InMemoryWebSearch(PAGES)
+    searched = run(Corrector(web_search=web), QUERY, ["", None], mode)
+    assert web.queries and searched.external and not searched.abstained
+
+
+def test_no_web_configured_is_said_once_at_info_and_faults_warn_each_time(caplog):
+    caplog.set_level(logging.INFO, logger="crag")
+    corrector = Corrector()
+    for _ in range(3):
+        assert corrector.correct(QUERY, [OFF]).abstained
+        corrector.correct(QUERY, [NAMESAKE])
+    records = [r for r in caplog.records if r.name == "crag"]
+    assert [r.levelno for r in records] == [logging.INFO] and "no web search configured" in records[0].getMessage()
+    assert all(f.expected for f in corrector.correct(QUERY, [OFF]).fallbacks)
+    caplog.clear()
+    failing = Corrector(web_search=FailingWeb(ConnectionError("offline")))
+    for _ in range(2):
+        failing.correct(QUERY, [OFF])
+    assert [r.levelno for r in caplog.records if r.name == "crag"] == [logging.WARNING, logging.WARNING]
+
+
+def test_correct_many_abstains_and_unjudges_as_alone():
+    items = [(QUERY, [OFF]), ("", [ABOUT]), (QUERY, [ABOUT])]
+    many = Corrector().correct_many(items)
+    alone = [Corrector().correct(q, p) for q, p in items]
+    assert [(r.action, r.abstention) for r in many] == [(r.action, r.abstention) for r in alone]
+    assert [r.action for r in many] == [Action.INCORRECT, Action.UNJUDGED, Action.CORRECT]
 
 
 def test_failing_evaluator_falls_back_to_lexical(scripted_llm, mode):
@@ -235,9 +327,11 @@ async def test_sync_correct_works_inside_a_running_event_loop():
 
 # -- bad input ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("query", ["", "   \n\t"])
-def test_empty_query_is_a_value_error(query):
+def test_an_empty_question_cannot_be_searched_or_refined_against(query):
     with pytest.raises(ValueError, match="query must be a non-empty string"):
-        Corrector().correct(query, [ABOUT])
+        Corrector(web_search=InMemoryWebSearch(PAGES)).search(query)
+    with pytest.raises(ValueError, match="query must be a non-empty string"):
+        Corrector().refine(query, [ABOUT])
 
 
 def test_non_string_query_and_passages_are_type_errors():

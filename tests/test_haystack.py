@@ -24,15 +24,18 @@ from haystack.utils import Secret
 
 from crag_haystack import (
     CRAG,
+    KnowledgeGate,
     KnowledgeRefiner,
+    NoAnswerReply,
     ReplayWebSearch,
     RetrievalRouter,
     SearchQueryRewriter,
     SerpAPIWebSearch,
     build_crag_pipeline,
 )
-from crag_haystack.testing import ExtractiveChatGenerator
+from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
+from crag_shared.records import NO_KNOWLEDGE_ANSWER
 
 CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}
@@ -73,7 +76,10 @@ def test_evaluator_routes_to_exactly_one_socket_and_copies():
     assert [d.content for d in out["correct"]] == [documents[0].content]
     assert [(d.score, dict(d.meta)) for d in documents] == before  # the user's documents are untouched
     off = RetrievalRouter().run(query=INCORRECT_Q, documents=documents)
-    assert off["action"] == "incorrect" and off["web_query"] == INCORRECT_Q and len(off["incorrect"]) == 2
+    assert off["action"] == "incorrect" and off["web_query"] == INCORRECT_Q
+    assert off["incorrect"] == [] and len(off["discarded"]) == 2 and "irrelevant" in off["abstention"]
+    kept = RetrievalRouter(on_web_failure="keep").run(query=INCORRECT_Q, documents=documents)
+    assert len(kept["incorrect"]) == 2 and "abstention" not in kept
 
 
 def test_evaluator_thresholds_and_serialization():
@@ -180,24 +186,79 @@ def test_pipeline_branches_sync_and_async(store, recorded, question):
         assert result_async["generator"]["replies"][0].text == result["generator"]["replies"][0].text
 
 
-def test_pipeline_web_failure_is_visible_and_keeps_documents(store, fake_web, monkeypatch):
+@pytest.mark.parametrize("on_web_failure", ["drop", "keep"])
+def test_pipeline_web_failure_is_visible_and_abstains_or_keeps_documents(store, fake_web, monkeypatch,
+                                                                         on_web_failure):
     monkeypatch.setenv("SERPAPI_API_KEY", fake_web.api_key)
     fake_web.search_fault = "429"
     web = SerpAPIWebSearch(base_url=fake_web.url, allow_private_addresses=["127.0.0.1/32"])
-    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
-                                   web_search=web)
-    result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner"})
+    generator = ExtractiveChatGenerator()
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web,
+                                   on_web_failure=on_web_failure)
+    result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner", "web_search"})
     assert result["evaluator"]["action"] == "incorrect"
     assert "SerpAPI HTTP 429" in result["web_search"]["issues"][0]
-    kept = result["joiner"]["documents"]
-    assert kept and all("SerpAPI HTTP 429" in d.meta["crag_fallback"] for d in kept)
+    if on_web_failure == "drop":  # the paper: the generator is never asked; the reply says why
+        assert generator.prompts == [] and not result.get("joiner", {}).get("documents") and "generator" not in result
+        reply = result["no_answer"]["replies"][0]
+        assert reply.text == NO_KNOWLEDGE_ANSWER and "SerpAPI HTTP 429" in reply.meta["crag_abstention"]
+    else:
+        kept = result["joiner"]["documents"]
+        assert kept and all("SerpAPI HTTP 429" in d.meta["crag_fallback"] for d in kept)
+        assert len(generator.prompts) == 1 and "no_answer" not in result
 
 
-def test_pipeline_without_web_keeps_incorrect_documents_flagged(store):
-    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator())
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_pipeline_without_web_abstains_on_incorrect_without_calling_the_generator(store, mode):
+    generator = ExtractiveChatGenerator()
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator,
+                                   no_knowledge_answer="Sorry, I don't know.")
+    results = {}
+    for question in QUESTIONS:
+        if mode == "sync" or not (HAYSTACK_3 or hasattr(pipeline, "run_async")):
+            results[question] = pipeline.run({"query": question})
+        else:
+            results[question] = asyncio.run(pipeline.run_async({"query": question}))
+    incorrect = results[INCORRECT_Q]
+    assert incorrect["evaluator"]["action"] == "incorrect" and "irrelevant" in incorrect["evaluator"]["abstention"]
+    assert incorrect["no_answer"]["replies"][0].text == "Sorry, I don't know." and "generator" not in incorrect
+    assert len(generator.prompts) == 2  # the Correct and the Ambiguous question only
+    assert not any("Mongolia" in p for p in generator.prompts)
+
+
+def test_pipeline_without_web_keeps_incorrect_documents_flagged_when_asked(store):
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
+                                   on_web_failure="keep")
     result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner"})
     assert result["joiner"]["documents"] and {d.meta["crag_action"] for d in result["joiner"]["documents"]} == {
         "incorrect"}
+
+
+def test_crag_component_abstention_skips_the_generator(store):
+    generator = ExtractiveChatGenerator()
+    pipeline = crag_component_pipeline(InMemoryBM25Retriever(store, top_k=3), generator)
+    result = pipeline.run({"query": INCORRECT_Q})
+    assert result["crag"]["action"] == "incorrect" and generator.prompts == []
+    reply = result["no_answer"]["replies"][0]
+    assert reply.text == NO_KNOWLEDGE_ANSWER and "no web search configured" in reply.meta["crag_abstention"]
+    assert result["crag"]["crag"]["abstention"]["code"] == "incorrect"
+    answered = pipeline.run({"query": CORRECT_Q})
+    assert len(generator.prompts) == 1 and "no_answer" not in answered and answered["generator"]["replies"]
+    assert round_trip(NoAnswerReply(answer="No idea.")).answer == "No idea."
+    with pytest.raises(ValueError, match="non-empty answer"):
+        NoAnswerReply(answer=" ")
+
+
+def test_no_web_search_is_said_once_at_info_per_component(store, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO)
+    crag = CRAG()
+    for _ in range(3):
+        assert "abstention" in crag.run(query=INCORRECT_Q, documents=docs("Bees live in colonies."))
+    ours = [r for r in caplog.records if r.name.startswith("crag")]
+    assert {r.levelno for r in ours} == {logging.INFO}
+    assert len([r for r in ours if r.name == "crag_haystack"]) == 1 and len([r for r in ours if r.name == "crag"]) == 1
 
 
 def test_yaml_round_trip_still_runs(store, recorded):
@@ -325,13 +386,35 @@ def test_raise_on_failure(tmp_path):
 
 
 @pytest.mark.parametrize("query", ["", "   "])
-def test_an_empty_query_passes_documents_through_like_a_ranker(recorded, query, caplog):
+def test_an_empty_query_is_unjudged_never_correct(recorded, query, caplog):
     documents = docs("Bees live in colonies.")
-    assert RetrievalRouter().run(query=query, documents=documents)["correct"] == documents
+    routed = RetrievalRouter().run(query=query, documents=documents)
+    assert routed["action"] == "unjudged" and not {"correct", "ambiguous", "incorrect"} & set(routed)
+    assert [d.content for d in routed["discarded"]] == [d.content for d in documents] and routed["abstention"]
+    assert routed["discarded"][0].meta["crag_action"] == "unjudged"
+    crag = CRAG(web_search=recorded).run(query=query, documents=documents)
+    assert crag["action"] == "unjudged" and "documents" not in crag and "empty" in crag["abstention"]
+    assert crag["crag"]["abstention"]["code"] == "empty_query"
+    assert KnowledgeGate().run(query=query, documents=[])["abstention"] == "the query is empty: nothing was judged"
+    generator = ExtractiveChatGenerator()
+    pipeline = build_crag_pipeline(FixedRetriever({query: documents}), generator)
+    result = pipeline.run({"query": query})
+    assert result["evaluator"]["action"] == "unjudged" and "empty" in result["evaluator"]["abstention"]
+    assert "generator" not in result and generator.prompts == []
+    # the refiner and the web search do not label anything: like Haystack's rankers they pass through
     assert KnowledgeRefiner().run(query=query, documents=documents)["documents"] == documents
-    assert CRAG(web_search=recorded).run(query=query, documents=documents)["documents"] == documents
     assert recorded.run(query=query, fallback_documents=documents)["fallback"] == documents
     assert any("empty query" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("query", [None, 123])
+def test_a_query_that_is_not_a_string_raises_naming_it(recorded, query):
+    documents = docs("Bees live in colonies.")
+    for component_ in (RetrievalRouter(), CRAG(), KnowledgeRefiner(), KnowledgeGate()):
+        with pytest.raises(TypeError, match="query must be a string"):
+            component_.run(query=query, documents=documents)
+    with pytest.raises(TypeError, match="query must be a string"):
+        recorded.run(query=query)
 
 
 def test_a_core_provider_is_accepted_by_crag(tmp_path):

@@ -159,21 +159,94 @@ def test_secrets_never_reach_model_dump(monkeypatch):
     assert "sk-very-secret" not in repr(post)
 
 
-def test_web_failure_fallback_is_visible_in_response_metadata(index, fake_web, serpapi_search, events):
+def test_web_failure_abstains_and_says_why_in_response_metadata(index, llm, fake_web, serpapi_search, events):
     fake_web.search_fault = "500"
     engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=serpapi_search())
     response = engine.query(INCORRECT_Q)
-    fallbacks = response.metadata["crag"]["fallbacks"]
-    assert fallbacks[-1]["step"] == "web_search" and "SerpAPI HTTP 500" in fallbacks[-1]["reason"]
-    assert response.source_nodes and all("crag_fallbacks" in n.node.metadata for n in response.source_nodes)
-    assert any(isinstance(e, CRAGFallbackEvent) for e in events)
-
-
-def test_no_knowledge_answers_so_instead_of_guessing(index, llm):
-    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, on_web_failure="drop")
-    response = engine.query(INCORRECT_Q)
+    crag = response.metadata["crag"]
+    assert crag["fallbacks"][-1]["step"] == "web_search" and "SerpAPI HTTP 500" in crag["fallbacks"][-1]["reason"]
+    assert crag["abstained"] and "SerpAPI HTTP 500" in crag["abstention"]["reason"]
     assert str(response) == NO_KNOWLEDGE_ANSWER and response.source_nodes == []
-    assert not any("capital of Mongolia" in p for p in llm.prompts)  # the LLM was never asked
+    assert all("Extract at most three keywords" in p for p in llm.prompts)  # the rewrite only: never to answer
+    assert any(isinstance(e, CRAGFallbackEvent) for e in events)
+    keeping = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=serpapi_search(),
+                                         on_web_failure="keep").query(INCORRECT_Q)
+    assert keeping.source_nodes and all("crag_fallbacks" in n.node.metadata for n in keeping.source_nodes)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_abstention_answers_without_calling_the_llm(index, llm, streaming, mode):
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, streaming=streaming)
+    response = engine.query(INCORRECT_Q) if mode == "sync" else asyncio.run(engine.aquery(INCORRECT_Q))
+    if streaming:
+        text = "".join(response.response_gen) if mode == "sync" else asyncio.run(_joined(response.async_response_gen()))
+    else:
+        text = str(response)
+    assert text == NO_KNOWLEDGE_ANSWER and response.source_nodes == [] and llm.prompts == []  # never asked
+    crag = response.metadata["crag"]
+    assert crag["action"] == "incorrect" and crag["abstention"]["code"] == "incorrect"
+    assert "no web search configured" in crag["abstention"]["reason"]
+    answered = engine.query(CORRECT_Q)  # a question the corpus answers still reaches the LLM
+    if streaming:
+        "".join(answered.response_gen)
+    assert llm.prompts and not answered.metadata["crag"]["abstained"]
+
+
+async def test_workflow_abstains_without_calling_the_llm(index, llm):
+    from crag_llamaindex import CRAGWorkflow
+
+    response = await CRAGWorkflow(index=index, similarity_top_k=3).run(query=INCORRECT_Q)
+    assert str(response) == NO_KNOWLEDGE_ANSWER and llm.prompts == []
+    assert response.metadata["crag"]["abstention"]["code"] == "incorrect"
+    answered = await CRAGWorkflow(index=index, similarity_top_k=3).run(query=CORRECT_Q)
+    assert llm.prompts and "Golden Gate" in str(answered)
+
+
+async def _joined(generator):
+    return "".join([token async for token in generator])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_abstention_can_ask_the_llm_with_an_explicit_no_context_prompt(index, llm, mode):
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, on_abstain="llm",
+                                        no_knowledge_answer="unused")
+    response = engine.query(INCORRECT_Q) if mode == "sync" else asyncio.run(engine.aquery(INCORRECT_Q))
+    assert len(llm.prompts) == 1 and "do not guess" in llm.prompts[0] and INCORRECT_Q in llm.prompts[0]
+    retrieved = [n.node.get_content() for n in index.as_retriever(similarity_top_k=3).retrieve(INCORRECT_Q)]
+    assert not any(text in llm.prompts[0] for text in retrieved)  # no retrieved text reached the LLM
+    assert str(response) != "unused" and response.metadata["crag"]["abstained"]
+    engine.update_prompts({"no_context_prompt": "Q: {query_str} -- say you do not know."})
+    engine.query(INCORRECT_Q)
+    assert llm.prompts[-1] == f"Q: {INCORRECT_Q} -- say you do not know."
+    with pytest.raises(ValueError, match="query_str"):
+        CRAGQueryEngine.from_index(index, on_abstain="llm", no_context_prompt="no variable")
+    with pytest.raises(ValueError, match="on_abstain"):
+        CRAGQueryEngine.from_index(index, on_abstain="guess")
+
+
+def test_postprocessor_returns_no_nodes_on_abstention_and_unjudged_queries(index, llm):
+    post = CRAGPostprocessor()
+    nodes = index.as_retriever(similarity_top_k=3).retrieve(INCORRECT_Q)
+    assert post.postprocess_nodes(nodes, query_str=INCORRECT_Q) == []
+    kept, result = post.correct(nodes, QueryBundle("   "))
+    assert kept == [] and result.action.value == "unjudged" and result.abstention.code == "empty_query"
+    assert [p.id for p in result.passages] == [n.node.node_id for n in nodes]  # listed, never lost
+    with pytest.raises(TypeError, match="query_bundle must be a QueryBundle"):
+        post.postprocess_nodes(nodes, query_bundle="a plain string")
+    with pytest.raises(TypeError, match="query must be a string"):
+        post.postprocess_nodes(nodes, query_bundle=QueryBundle(query_str=None))
+
+
+def test_no_web_search_is_said_once_at_info_not_warned_per_query(index, llm, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO)
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3)
+    for _ in range(3):
+        engine.query(INCORRECT_Q)
+    crag = [r for r in caplog.records if r.name.startswith("crag")]
+    assert [r.levelno for r in crag] == [logging.INFO] and "no web search configured" in crag[0].getMessage()
 
 
 def test_llm_judge_and_rewriter_use_the_llamaindex_llm(index, web):

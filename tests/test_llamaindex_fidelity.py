@@ -185,11 +185,13 @@ async def test_workflow_streams_its_answer(demo_index):
     assert "Golden Gate" in text and response.metadata["crag"]["action"] == "correct"
 
 
-async def test_workflow_refuses_an_empty_query(demo_index):
+async def test_workflow_abstains_on_an_empty_query_and_refuses_a_missing_one(demo_index):
     from llama_index.core.workflow import WorkflowRuntimeError
 
-    with pytest.raises((ValueError, WorkflowRuntimeError), match="query"):
-        await CRAGWorkflow(index=demo_index).run(query="  ")
+    response = await CRAGWorkflow(index=demo_index).run(query="  ")
+    assert response.metadata["crag"]["action"] == "unjudged" and response.metadata["crag"]["abstained"]
+    with pytest.raises((TypeError, WorkflowRuntimeError), match="query"):
+        await CRAGWorkflow(index=demo_index).run(query=None)
 
 
 def test_workflow_needs_a_retriever_or_an_index():

@@ -74,30 +74,42 @@ def test_four_entry_points_agree(store, question, settings):
     assert core.action.value == component["action"] == ran["evaluator"]["action"] == li.action.value
     assert core.scores == component["scores"] == ran["evaluator"]["scores"] == li.scores
     expected = knowledge_of_strips(core.knowledge)
-    assert knowledge_of_documents(component["documents"]) == expected
-    assert knowledge_of_documents(ran["joiner"]["documents"]) == expected
+    assert knowledge_of_documents(component.get("documents", [])) == expected
+    assert knowledge_of_documents(ran.get("joiner", {}).get("documents", [])) == expected
     assert knowledge_of_nodes(strips) == expected
+    abstained = core.abstained  # and every entry point abstains with it, the generator not called
+    assert ("abstention" in component) == ("no_answer" in ran) == ("generator" not in ran) == li.abstained == abstained
 
 
-def test_the_table_covers_every_action(store):
-    seen = set()
+def test_the_table_covers_every_action_and_an_abstention(store):
+    seen, abstained = set(), 0
     for settings in SETTINGS:
         corrector = CRAGConfig(**settings).build(web_search=ReplaySearch(recorded_web_path()))
         for question in TABLE:
             docs = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
             seen.add(corrector.judge(question, [d.content for d in docs]).action.value)
-    assert seen == {"correct", "ambiguous", "incorrect"}
+            abstained += corrector.correct(question, [d.content for d in docs]).abstained
+    assert seen == {"correct", "ambiguous", "incorrect"} and abstained
 
 
-def test_without_web_every_entry_point_keeps_the_best_strips_of_incorrect(store):
+def test_without_web_every_entry_point_abstains_on_incorrect_or_keeps_its_best_strips_when_asked(store):
     question = QUESTIONS[2]
     retrieved = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
-    core = Corrector(policy=ActionPolicy(0.95, 0.9)).correct(question, [d.content for d in retrieved])
-    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
-                                   upper=0.95, lower=0.9)
-    ran = pipeline.run({"query": question}, include_outputs_from={"joiner"})
-    assert core.action.value == "incorrect" and core.knowledge
-    assert knowledge_of_documents(ran["joiner"]["documents"]) == knowledge_of_strips(core.knowledge)
+    nodes = [NodeWithScore(node=TextNode(text=d.content, id_=d.id), score=d.score) for d in retrieved]
+    for keep in ("drop", "keep"):
+        core = Corrector(policy=ActionPolicy(0.95, 0.9), on_web_failure=keep).correct(
+            question, [d.content for d in retrieved])
+        generator = ExtractiveChatGenerator()
+        pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, upper=0.95, lower=0.9,
+                                       on_web_failure=keep)
+        ran = pipeline.run({"query": question}, include_outputs_from={"joiner"})
+        component = CRAG(upper=0.95, lower=0.9, on_web_failure=keep).run(query=question, documents=retrieved)
+        strips, li = CRAGPostprocessor(upper=0.95, lower=0.9, on_web_failure=keep).correct(nodes, QueryBundle(question))
+        assert core.action.value == "incorrect" and bool(core.knowledge) == (keep == "keep")
+        assert knowledge_of_documents(ran.get("joiner", {}).get("documents", [])) == knowledge_of_strips(core.knowledge)
+        assert knowledge_of_documents(component.get("documents", [])) == knowledge_of_strips(core.knowledge)
+        assert knowledge_of_nodes(strips) == knowledge_of_strips(core.knowledge)
+        assert len(generator.prompts) == (keep == "keep") and li.abstained == (keep == "drop")
 
 
 @pytest.mark.parametrize("question", TABLE[:3])
@@ -116,7 +128,8 @@ def test_a_model_evaluator_judges_web_strips_in_the_pipeline_too(store, tiny_ber
 def test_a_pipeline_loads_its_model_once(store, tiny_bert):
     spec = f"cross-encoder:{tiny_bert}"
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
-                                   web_search=ReplayWebSearch(str(recorded_web_path())), evaluator=spec)
+                                   web_search=ReplayWebSearch(str(recorded_web_path())), evaluator=spec,
+                                   on_web_failure="keep")
     names = ("evaluator", "correct_refiner", "ambiguous_refiner", "web_refiner", "fallback_refiner")
     evaluators = {id(pipeline.get_component(n)._corrector.evaluator) for n in names}
     assert len(evaluators) == 1

@@ -52,9 +52,12 @@ def test_search_faults_never_escape_the_corrector(serpapi_search, fake_web, faul
     else:
         result = asyncio.run(corrector.acorrect(QUERY, OFF_TOPIC))
     assert result.action is Action.INCORRECT
-    assert reason in result.fallbacks[-1].reason
-    assert [s.origin for s in result.knowledge] == [Origin.INTERNAL]  # internal passages kept, flagged
-    assert result.fallbacks[-1].applied.startswith("kept the internal passages")
+    assert reason in result.fallbacks[-1].reason and reason in result.web_missing
+    assert result.knowledge == [] and result.abstention.code == "incorrect"  # the paper: abstain, say why
+    assert reason in result.abstention.reason and result.fallbacks[-1].applied.startswith("abstained")
+    kept = Corrector(web_search=corrector.web_search, on_web_failure="keep").correct(QUERY, OFF_TOPIC)
+    assert [s.origin for s in kept.knowledge] == [Origin.INTERNAL]  # opted in: internal passages kept, flagged
+    assert kept.fallbacks[-1].applied.startswith("kept the internal passages")
 
 
 def test_wrong_key_is_a_401_and_the_key_is_never_shown(serpapi_search):
@@ -202,7 +205,7 @@ def test_serper_provider_searches_and_fetches(fake_web):
 def test_serper_faults_fall_back(fake_web, fault, reason):
     fake_web.search_fault = fault
     result = Corrector(web_search=serper(fake_web)).correct(QUERY, OFF_TOPIC)
-    assert reason in result.fallbacks[-1].reason and result.knowledge
+    assert reason in result.fallbacks[-1].reason and result.abstained and reason in result.abstention.reason
 
 
 def test_serper_needs_a_key(monkeypatch):

@@ -1,13 +1,17 @@
 """Haystack components of crag, one per file."""
 from .crag import CRAG
+from .knowledge_gate import KnowledgeGate
 from .knowledge_refiner import KnowledgeRefiner
+from .no_answer_reply import NoAnswerReply
 from .retrieval_router import RetrievalRouter
 from .search_query_rewriter import SearchQueryRewriter
 from .web_search import ReplayWebSearch, SerpAPIWebSearch
 
 __all__ = [
            "CRAG",
+           "KnowledgeGate",
            "KnowledgeRefiner",
+           "NoAnswerReply",
            "ReplayWebSearch",
            "RetrievalRouter",
            "SearchQueryRewriter",

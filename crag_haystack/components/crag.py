@@ -11,11 +11,11 @@ from ..convert import strip_document, to_passage
 from ..embedding import evaluator_for
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
-from ..logs import log_fallbacks, unusable_query
+from ..logs import checked_query, log_fallbacks
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 from .web_search import _WebSearchComponent
 
-OUTPUTS = {"documents": list[Document], "action": str, "scores": list[float], "crag": dict}
+OUTPUTS = {"documents": list[Document], "abstention": str, "action": str, "scores": list[float], "crag": dict}
 
 
 @component
@@ -23,16 +23,26 @@ class CRAG(Lifecycle):
     """Runs Algorithm 1 of the paper between your retriever and your prompt builder: `Corrector.correct`.
 
     Outputs `documents` (the knowledge strips as Documents with provenance meta), `action`, `scores` and
-    `crag` (the summary plus the full trace, including every fallback, each also logged on Haystack's
-    logger). An empty query cannot be judged: as Haystack's rankers do, the documents then pass through
-    unchanged, with a warning.
+    `crag` (the summary plus the full trace, including every fallback; faults are also logged on
+    Haystack's logger as warnings, no web search configured once at INFO).
+
+    When CRAG abstains (retrieval judged Incorrect and no web knowledge, nothing passing the strip
+    threshold, or an empty query, whose action is "unjudged"), `documents` is not emitted at all and
+    `abstention` carries the reason instead: with a prompt builder that requires `documents`, the
+    generator never runs; route `abstention` to a `NoAnswerReply` for the answer. A query that is not a
+    string raises.
+
+    Usage:
+        pipeline.connect("retriever.documents", "crag.documents")
+        pipeline.connect("crag.documents", "prompt_builder.documents")   # required_variables=["query", "documents"]
+        pipeline.connect("crag.abstention", "no_answer.abstention")      # NoAnswerReply
     """
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
                  chat_generator: ChatGenerator | None = None, *, evaluator: str = "lexical",
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: str = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
-                 web_top_k: int = 5, on_web_failure: str = "keep", score_titles: bool = False,
+                 web_top_k: int = 5, on_web_failure: str = "drop", score_titles: bool = False,
                  web_refine_mode: str = "selection", max_keywords: int = 3,
                  fallback_evaluator: str | None = "lexical", text_embedder: Any | None = None,
                  document_embedder: Any | None = None) -> None:
@@ -49,7 +59,8 @@ class CRAG(Lifecycle):
         :param strip_top_k: strips kept per refinement.
         :param strip_threshold: strips scoring below this are dropped.
         :param web_top_k: result pages fetched per search.
-        :param on_web_failure: "keep" (Incorrect keeps the retrieved documents' best strips, flagged) or "drop".
+        :param on_web_failure: what Incorrect does without web knowledge: "drop" (abstain, as in the paper)
+            or "keep" (the retrieved documents' best strips, flagged).
         :param score_titles: score "title: text" when a document has a title its text does not start with.
         :param web_refine_mode: how web paragraphs are refined ("selection", as in the paper).
         :param max_keywords: at most this many search keywords.
@@ -92,17 +103,16 @@ class CRAG(Lifecycle):
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
         return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
 
-    @staticmethod
-    def _outputs(result: CorrectionResult) -> dict[str, Any]:
-        log_fallbacks("CRAG", result.fallbacks)
+    def _outputs(self, result: CorrectionResult) -> dict[str, Any]:
+        log_fallbacks(self, result.fallbacks)
+        outputs: dict[str, Any] = {"action": result.action.value, "scores": list(result.scores),
+                                   "crag": result_metadata(result)}
+        if result.abstention is not None:
+            outputs["abstention"] = result.abstention.reason
+            return outputs
         documents = [strip_document(s, result.passages, result) for s in result.internal]
         documents += [strip_document(s, [], result) for s in result.external]
-        return {"documents": documents, "action": result.action.value, "scores": list(result.scores),
-                "crag": result_metadata(result)}
-
-    @staticmethod
-    def _unjudged(documents: list[Document]) -> dict[str, Any]:
-        return {"documents": list(documents), "action": "correct", "scores": [], "crag": {"skipped": "empty query"}}
+        return {"documents": documents, **outputs}
 
     @component.output_types(**OUTPUTS)
     def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
@@ -110,8 +120,7 @@ class CRAG(Lifecycle):
         :param query: the question the documents were retrieved for.
         :param documents: the retrieved documents.
         """
-        if unusable_query("CRAG", query):
-            return self._unjudged(documents)
+        checked_query("CRAG", query)
         if not self._ready:
             self.warm_up()
         return self._outputs(self._corrector.correct(query, [to_passage(d) for d in documents]))
@@ -119,8 +128,7 @@ class CRAG(Lifecycle):
     @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, documents: list[Document]) -> dict[str, Any]:
         """Async `run`: model inference off the event loop; Ambiguous refines while it searches."""
-        if unusable_query("CRAG", query):
-            return self._unjudged(documents)
+        checked_query("CRAG", query)
         if not self._ready:
             self.warm_up()
         return self._outputs(await self._corrector.acorrect(query, [to_passage(d) for d in documents]))

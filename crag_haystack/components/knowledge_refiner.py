@@ -71,7 +71,7 @@ class KnowledgeRefiner(Lifecycle):
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:
-        log_fallbacks("KnowledgeRefiner", refinement.trace.fallbacks)
+        log_fallbacks(self, refinement.trace.fallbacks)
         passages = [to_passage(d) for d in documents]
         return {"documents": [strip_document(s, passages) for s in refinement.strips]}
 

@@ -2,7 +2,8 @@
 `ambiguous` output, so only the branch of the chosen action runs downstream. A thin call to
 `Corrector.judge`: the decision is the core's, not a copy of it."""
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
@@ -12,11 +13,12 @@ from ..convert import scored_copy, to_passage
 from ..embedding import evaluator_for
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
-from ..logs import log_fallbacks, unusable_query
+from ..logs import checked_query, log_fallbacks
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 OUTPUTS = {"correct": list[Document], "incorrect": list[Document], "ambiguous": list[Document],
-           "discarded": list[Document], "action": str, "scores": list[float], "web_query": str}
+           "discarded": list[Document], "abstention": str, "action": str, "scores": list[float], "web_query": str}
+INCORRECT_RETRIEVAL = "the retrieved documents were judged irrelevant"
 
 
 @component
@@ -27,17 +29,21 @@ class RetrievalRouter(Lifecycle):
     `meta["crag_action"]`, exactly as `Corrector.judge` decides:
     - Correct / Ambiguous: the documents that go on to refinement (score ≥ lower, with text) leave on
       `correct` / `ambiguous`; the others on `discarded`;
-    - Incorrect: every document leaves on `incorrect` (the web search's fallback if the web fails).
-    `action` and `scores` (input order) are always emitted; `web_query` (the query, for a rewriter) only
-    when the action needs the web. An evaluator that fails while scoring is replaced by the lexical one,
-    logged on Haystack's logger. An empty query cannot be judged: as Haystack's rankers do, the documents
-    then pass through unchanged on `correct`, with a warning.
+    - Incorrect: the paper discards the documents: `incorrect` carries none (it only triggers its branch)
+      and every document leaves on `discarded`; `abstention` says the retrieval gave no knowledge. In a
+      pipeline without web search, route `abstention` to a `NoAnswerReply`; with one, route the web's
+      outcome through a `KnowledgeGate` instead. `on_web_failure="keep"` sends the documents on
+      `incorrect` (for the web search's `fallback_documents`) and emits no `abstention`.
+    - An empty query is not judged: action "unjudged", the documents on `discarded`, and `abstention`.
+    `action` and `scores` (input order; none when unjudged) are always emitted; `web_query` (the query,
+    for a rewriter) only when the action needs the web. An evaluator that fails while scoring is replaced
+    by the lexical one, logged on Haystack's logger. A query that is not a string raises.
     """
 
     def __init__(self, evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
                  thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
-                 document_embedder: Any | None = None) -> None:
+                 document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop") -> None:
         """
         :param evaluator: "lexical", "t5:PATH", "cross-encoder:PATH", "onnx:PATH" or "llm" (then
             `chat_generator` judges). Components naming the same model share one loaded instance.
@@ -48,7 +54,12 @@ class RetrievalRouter(Lifecycle):
         :param chat_generator: a Haystack chat generator, for `evaluator="llm"`.
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
+        :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
+            to be kept if the web gives no knowledge).
         """
+        if on_web_failure not in ("keep", "drop"):
+            raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
+        self.on_web_failure = on_web_failure
         self.evaluator = evaluator
         self.upper = upper
         self.lower = lower
@@ -69,7 +80,7 @@ class RetrievalRouter(Lifecycle):
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, evaluator=self.evaluator, upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
-                               **nested_to_dicts(self, MODEL_PARTS))
+                               on_web_failure=self.on_web_failure, **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RetrievalRouter":
@@ -81,22 +92,23 @@ class RetrievalRouter(Lifecycle):
         default = self._corrector.policy
         return ActionPolicy(default.upper if upper is None else upper, default.lower if lower is None else lower)
 
-    @staticmethod
-    def _route(query: str, documents: list[Document], judgment: Judgment) -> dict[str, Any]:
-        log_fallbacks("RetrievalRouter", judgment.trace.fallbacks)
+    def _route(self, query: str, documents: list[Document], judgment: Judgment) -> dict[str, Any]:
+        log_fallbacks(self, judgment.trace.fallbacks)
         action = judgment.action
+        if action is Action.UNJUDGED:
+            return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
+                    "action": action.value, "scores": [], "abstention": "the query is empty: nothing was judged"}
         routed = [scored_copy(d, s, crag_action=action.value) for d, s in zip(documents, judgment.scores)]
-        kept = set(range(len(documents))) if action is Action.INCORRECT else set(judgment.kept)
+        keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
+        kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)
         outputs: dict[str, Any] = {action.value: [d for i, d in enumerate(routed) if i in kept],
                                    "discarded": [d for i, d in enumerate(routed) if i not in kept],
                                    "action": action.value, "scores": list(judgment.scores)}
+        if action is Action.INCORRECT and not keep_incorrect:
+            outputs["abstention"] = INCORRECT_RETRIEVAL
         if action is not Action.CORRECT:
             outputs["web_query"] = query
         return outputs
-
-    @staticmethod
-    def _unjudged(documents: list[Document]) -> dict[str, Any]:
-        return {"correct": list(documents), "action": Action.CORRECT.value, "scores": []}
 
     @component.output_types(**OUTPUTS)
     def run(self, query: str, documents: list[Document], upper: float | None = None,
@@ -107,8 +119,7 @@ class RetrievalRouter(Lifecycle):
         :param upper: this run's upper threshold (default: the component's).
         :param lower: this run's lower threshold (default: the component's).
         """
-        if unusable_query("RetrievalRouter", query):
-            return self._unjudged(documents)
+        checked_query("RetrievalRouter", query)
         judgment = self._corrector.judge(query, [to_passage(d) for d in documents], policy=self._policy(upper, lower))
         return self._route(query, documents, judgment)
 
@@ -116,8 +127,7 @@ class RetrievalRouter(Lifecycle):
     async def run_async(self, query: str, documents: list[Document], upper: float | None = None,
                         lower: float | None = None) -> dict[str, Any]:
         """Async `run`: model inference runs off the event loop."""
-        if unusable_query("RetrievalRouter", query):
-            return self._unjudged(documents)
+        checked_query("RetrievalRouter", query)
         judgment = await self._corrector.ajudge(query, [to_passage(d) for d in documents],
                                                 policy=self._policy(upper, lower))
         return self._route(query, documents, judgment)

@@ -55,6 +55,8 @@ def show(result: CorrectionResult, out: TextIO) -> None:
         out.write(textwrap.indent(textwrap.fill(strip.text, 96), "      ") + "\n")
     for fallback in result.fallbacks:
         out.write(f"  fallback: {fallback.step}: {fallback.reason} -> {fallback.applied}\n")
+    if result.abstention is not None:
+        out.write(f"  abstained (the LLM is not asked): {result.abstention.reason}\n")
 
 
 def run(out: TextIO) -> int:
@@ -66,7 +68,7 @@ def run(out: TextIO) -> int:
         result = corrector.correct(question, retrieve(question, passages))
         seen.add(result.action)
         show(result, out)
-    missing = set(Action) - seen
+    missing = {Action.CORRECT, Action.AMBIGUOUS, Action.INCORRECT} - seen
     if missing:
         out.write(f"\nnot shown: {', '.join(sorted(a.value for a in missing))}\n")
         return 1

@@ -1,0 +1,48 @@
+"""KnowledgeGate: the refined knowledge goes on to the prompt, or the pipeline abstains without the LLM."""
+
+from typing import Any
+
+from haystack import Document, component
+
+from crag_shared import Action
+from crag_shared.corrector import abstention_for
+
+from ..logs import checked_query, logger
+
+
+@component
+class KnowledgeGate:
+    """The last CRAG step of a modular pipeline (`build_crag_pipeline`), after the joiner of all branches.
+
+    With knowledge, `documents` go on (connect it to a prompt builder that requires `documents`); without
+    any (retrieval judged Incorrect and no web knowledge, nothing passing the strip threshold, or an
+    unjudged query), only `abstention` is emitted, with the reason, so the prompt builder and the
+    generator never run: connect it to a `NoAnswerReply`. It runs on the joiner's output, so every branch
+    must feed the joiner, even with nothing (`build_crag_pipeline` sends the router's empty `incorrect`
+    there when there is no web search). The router's `action` and `abstention` say more.
+
+    Usage:
+        pipeline.connect("joiner.documents", "gate.documents")
+        pipeline.connect("gate.documents", "prompt_builder.documents")
+        pipeline.connect("gate.abstention", "no_answer.abstention")
+        pipeline.run({"query": question})                     # the flat query reaches the gate too
+    """
+
+    @component.output_types(documents=list[Document], abstention=str)
+    def run(self, query: str, documents: list[Document], web_issues: list[str] | None = None) -> dict[str, Any]:
+        """
+        :param query: the question (an empty one was not judged).
+        :param documents: the joined knowledge of every branch.
+        :param web_issues: the web search's issues, if it ran (they say why the web gave no knowledge).
+        :returns: `documents` when there is knowledge, else `abstention` (why there is none).
+        """
+        checked_query("KnowledgeGate", query)
+        if documents:
+            return {"documents": documents}
+        if not query.strip():
+            reason = abstention_for(Action.UNJUDGED, None).reason
+        else:
+            web = f"; the web gave none ({'; '.join(web_issues)})" if web_issues else ""
+            reason = f"no retrieved knowledge passed CRAG's judgment{web}"
+        logger.debug(f"KnowledgeGate: abstained: {reason}")
+        return {"abstention": reason}

@@ -1,0 +1,44 @@
+"""NoAnswerReply: the pipeline's answer when CRAG abstains, written without asking the LLM."""
+
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+from haystack.dataclasses import ChatMessage
+
+from crag_shared.records import NO_KNOWLEDGE_ANSWER
+
+
+@component
+class NoAnswerReply:
+    """Turns a CRAG abstention into replies shaped like a chat generator's, so the generator is never asked
+    to answer from irrelevant text (or from nothing). The reply's `meta["crag_abstention"]` says why.
+
+    Usage:
+        pipeline.add_component("no_answer", NoAnswerReply(answer="Sorry, I don't know."))
+        pipeline.connect("crag.abstention", "no_answer.abstention")      # or "gate.abstention"
+        result["no_answer"]["replies"][0].text
+    """
+
+    def __init__(self, answer: str = NO_KNOWLEDGE_ANSWER) -> None:
+        """
+        :param answer: the text of the reply.
+        """
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError("NoAnswerReply needs a non-empty answer text")
+        self.answer = answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, answer=self.answer)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "NoAnswerReply":
+        return default_from_dict(cls, data)
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, abstention: str) -> dict[str, Any]:
+        """
+        :param abstention: why CRAG abstained (the `abstention` output of `CRAG`, `KnowledgeGate` or
+            `RetrievalRouter`).
+        :returns: `replies`: one assistant message with the answer text.
+        """
+        return {"replies": [ChatMessage.from_assistant(self.answer, meta={"crag_abstention": abstention})]}

@@ -1,0 +1,163 @@
+"""`crag bench abstain`: does irrelevant text reach the generator, through the core and every adapter entry point?
+
+With the one-line setups (no web search, default settings), two PopQA sets of 100 questions:
+- out of corpus: each question with the top-10 passages of another question (question i gets those of
+  question i + `shift`), so every passage is irrelevant: counted is how often any of that text reaches the
+  generator;
+- in corpus: each question with its own top-10 passages: counted is how often the gold answer reaches the
+  generator, and how often a question with a relevant passage (PopQA's title rule) is abstained on.
+Each entry point runs with a recording stand-in LLM or generator, so "reaches the generator" means what the
+generator was really sent: the core's `knowledge_text`, the LlamaIndex postprocessor in a
+`RetrieverQueryEngine`, `CRAGQueryEngine`, `CRAGWorkflow`, the Haystack `CRAG` component in a pipeline, and
+`build_crag_pipeline`. Needs both adapters installed (the development workspace has them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..corrector import Corrector
+from .recall import has_answer_word
+
+ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "llamaindex workflow",
+                "haystack CRAG component", "haystack build_crag_pipeline")
+#: What an entry point answers for one (question, passages): the texts the generator was sent, and
+#: whether CRAG abstained.
+Answer = Callable[[str, list[dict[str, Any]]], tuple[list[str], bool]]
+
+
+def load(bench: Path, queries: int, shift: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The in-corpus and out-of-corpus sets: (question, answers, ctxs, has a relevant ctx) rows."""
+    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    inside = [{"question": r["question"], "answers": r["answers"], "ctxs": r["ctxs"][:10],
+               "relevant": any(c["relevant"] for c in r["ctxs"][:10])} for r in rows]
+    outside = []
+    for i, row in enumerate(rows):
+        other = rows[(i + shift) % len(rows)]["ctxs"][:10]
+        outside.append({"question": row["question"], "answers": row["answers"], "ctxs": other,
+                        "relevant": any(c["title"] == row["s_wiki_title"] for c in other)})
+    return inside, outside
+
+
+def passage_pieces(ctxs: Sequence[dict[str, Any]]) -> list[str]:
+    """Pieces of the passages long enough to be recognized in a prompt: any one found there means passage
+    text reached the generator (strips are verbatim spans of their passages)."""
+    pieces = []
+    for ctx in ctxs:
+        pieces += [p.strip() for p in re.split(r"(?<=[.!?])\s+", ctx["text"]) if len(p.strip()) >= 25]
+    return pieces
+
+
+def reached(sent: Sequence[str], ctxs: Sequence[dict[str, Any]]) -> bool:
+    joined = "\n".join(sent)
+    return any(piece in joined for piece in passage_pieces(ctxs))
+
+
+def core_answer() -> Answer:
+    corrector = Corrector()
+
+    def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
+        from ..types import Passage
+
+        result = corrector.correct(question, [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in ctxs])
+        return ([] if result.abstained else [result.knowledge_text]), result.abstained
+
+    return answer
+
+
+def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
+    from crag_llamaindex.testing import FixedRetriever, RuleLLM
+
+    nodes = {r["question"]: [NodeWithScore(node=TextNode(text=c["text"], id_=f"{i}-{c['rank']}",
+                                                          metadata={"title": c["title"]}), score=c.get("score"))
+                             for c in r["ctxs"]] for i, r in enumerate(rows)}
+    retriever = FixedRetriever(nodes)
+    llm = RuleLLM()
+    postprocessed = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[CRAGPostprocessor()])
+    engine = CRAGQueryEngine(retriever, llm=llm)
+    workflow = CRAGWorkflow(retriever, llm=llm, timeout=None)
+
+    def recorded(run: Callable[[str], Any]) -> Answer:
+        def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
+            before = len(llm.prompts)
+            response = run(question)
+            crag = (response.metadata or {}).get("crag")
+            abstained = crag["abstained"] if crag else not response.source_nodes
+            return llm.prompts[before:], abstained
+        return answer
+
+    return {"llamaindex postprocessor": recorded(postprocessed.query),
+            "llamaindex query engine": recorded(engine.query),
+            "llamaindex workflow": recorded(lambda q: asyncio.run(_run_workflow(workflow, q)))}
+
+
+async def _run_workflow(workflow: Any, question: str) -> Any:
+    return await workflow.run(query=question)  # the workflow starts its tasks on the running loop
+
+
+def haystack_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
+    from haystack import Document, Pipeline
+
+    from crag_haystack import build_crag_pipeline
+    from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
+
+    documents = {r["question"]: [Document(content=c["text"], id=f"{i}-{c['rank']}", meta={"title": c["title"]})
+                                 for c in r["ctxs"]] for i, r in enumerate(rows)}
+    component_generator, built_generator = ExtractiveChatGenerator(), ExtractiveChatGenerator()
+    component = crag_component_pipeline(FixedRetriever(documents), component_generator)
+    built = build_crag_pipeline(FixedRetriever(documents), built_generator)
+
+    def recorded(pipeline: Pipeline, generator: ExtractiveChatGenerator) -> Answer:
+        def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
+            before = len(generator.prompts)
+            result = pipeline.run({"query": question})
+            return generator.prompts[before:], "no_answer" in result
+        return answer
+
+    return {"haystack CRAG component": recorded(component, component_generator),
+            "haystack build_crag_pipeline": recorded(built, built_generator)}
+
+
+def measure(rows: Sequence[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, dict[str, int]]:
+    """Per entry point: questions where passage text / the gold answer reached the generator, abstentions,
+    and abstentions on questions with a relevant passage."""
+    figures = {}
+    for name, answer in answers.items():
+        counts = {"passage_text_reached": 0, "answer_reached": 0, "abstained": 0, "abstained_with_relevant": 0}
+        for row in rows:
+            sent, abstained = answer(row["question"], row["ctxs"])
+            counts["passage_text_reached"] += reached(sent, row["ctxs"])
+            counts["answer_reached"] += has_answer_word("\n".join(sent), row["answers"])
+            counts["abstained"] += abstained
+            counts["abstained_with_relevant"] += abstained and row["relevant"]
+        figures[name] = counts
+    return figures
+
+
+def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1) -> dict[str, Any]:
+    inside, outside = load(bench, queries, shift)
+    results: dict[str, Any] = {}
+    for label, rows in (("out of corpus", outside), ("in corpus", inside)):
+        answers = {"core": core_answer(), **llamaindex_answers(rows), **haystack_answers(rows)}
+        results[label] = {"questions": len(rows), "with_relevant": sum(r["relevant"] for r in rows),
+                          "entry_points": measure(rows, answers)}
+    out.write(f"crag bench abstain: PopQA, {queries} questions, default settings, no web search "
+              f"(out of corpus: question i with the passages of question i+{shift})\n")
+    for label, figures in results.items():
+        out.write(f"\n{label}: {figures['questions']} questions, {figures['with_relevant']} with a relevant "
+                  "passage\n")
+        out.write(f"  {'entry point':<30} {'passage text reached':>21} {'gold answer reached':>20} "
+                  f"{'abstained':>10} {'abstained w/ relevant':>22}\n")
+        for name, c in figures["entry_points"].items():
+            out.write(f"  {name:<30} {c['passage_text_reached']:>21} {c['answer_reached']:>20} "
+                      f"{c['abstained']:>10} {c['abstained_with_relevant']:>22}\n")
+    return results
