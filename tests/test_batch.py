@@ -71,7 +71,7 @@ def test_one_failing_query_never_loses_the_others(mode):
 def test_crag_run_resumes_without_duplicates(bench_dir, tmp_path, capsys):
     import json
 
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     out = tmp_path / "out.jsonl"
     data = str(bench_dir / "popqa_ctxs.jsonl")
@@ -98,7 +98,7 @@ def test_crag_run_resumes_without_duplicates(bench_dir, tmp_path, capsys):
 def test_crag_run_groups_pairs_and_reports_bad_input(tmp_path, capsys):
     import json
 
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"query": q, "passage": p.text, "label": 1, "query_id": f"q{i}"}) + "\n"
@@ -115,7 +115,7 @@ def test_crag_run_groups_pairs_and_reports_bad_input(tmp_path, capsys):
 def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     import io
 
-    from crag_shared.bench.batch import run
+    from crag_shared.tools.bench.batch import run
 
     out = io.StringIO()
     figures = run(out, bench_dir, "lexical", queries=8, batch_size=3, rounds=1)
@@ -123,7 +123,7 @@ def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
 
 
 def test_bench_batch_searches_the_recorded_web_concurrently(bench_dir, capsys):
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     assert main(["bench", "batch", "--bench-dir", str(bench_dir), "--queries", "20", "--batch-size", "10",
                  "--rounds", "1", "--web-delay", "0.05", "--upper", "0.6"]) == 0
@@ -133,7 +133,7 @@ def test_bench_batch_searches_the_recorded_web_concurrently(bench_dir, capsys):
 
 
 def test_crag_run_names_a_bad_web_option_in_one_line(tmp_path, capsys):
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     data = tmp_path / "pairs.jsonl"
     data.write_text('{"query": "q", "passage": "p", "relevant": 1}\n')

@@ -31,7 +31,7 @@ def _strip_texts(corrector, passages):
 
 
 def test_recall_bench_runs_on_a_few_questions(bench_dir):
-    from crag_shared.bench.recall import has_answer_word, recorded_pages, run
+    from crag_shared.tools.bench.recall import has_answer_word, recorded_pages, run
 
     assert has_answer_word("He was a politician.", ["politician"])
     assert not has_answer_word("apolitician", ["politician"])
@@ -45,7 +45,7 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
 def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
     pytest.importorskip("haystack")
     pytest.importorskip("llama_index.core")
-    from crag_shared.bench.abstain import ENTRY_POINTS, reached, run
+    from crag_shared.tools.bench.abstain import ENTRY_POINTS, reached, run
 
     assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
                                                                         "France. It is tall."}])
@@ -66,7 +66,7 @@ def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench
 @pytest.mark.slow
 def test_throughput_helpers_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
     from crag_shared import T5Evaluator
-    from crag_shared.bench.throughput import (
+    from crag_shared.tools.bench.throughput import (
         decision_latency,
         llm_calls_per_query,
         load_popqa,
@@ -97,8 +97,8 @@ def test_a_strip_differing_from_its_passage_only_in_whitespace_is_not_scored_aga
 def test_device_rows_run_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
     import io
 
-    from crag_shared.bench.device import device_rows
-    from crag_shared.bench.throughput import load_popqa
+    from crag_shared.tools.bench.device import device_rows
+    from crag_shared.tools.bench.throughput import load_popqa
 
     out = io.StringIO()
     models = {"bert": (CrossEncoderEvaluator, str(tiny_bert)), "t5": (T5Evaluator, str(tiny_t5))}
@@ -113,7 +113,7 @@ def test_device_rows_run_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
 def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys):
     import torch
 
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")

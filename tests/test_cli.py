@@ -1,8 +1,8 @@
 import subprocess
 import sys
 
-from crag_shared.cli import main
 from crag_shared.demo import QUESTIONS, build_corrector, corpus, retrieve
+from crag_shared.tools.cli import main
 
 
 def test_demo_shows_all_three_actions(capsys):
@@ -25,7 +25,7 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
 def test_bench_web_runs_and_reports_ratios():
     import io
 
-    from crag_shared.bench.web import run
+    from crag_shared.tools.bench.web import run
 
     out = io.StringIO()
     figures = run(out, pages=3, delay=0.05, repeats=1)

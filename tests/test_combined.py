@@ -6,9 +6,9 @@ import json
 import pytest
 
 from crag_shared import CombinedEvaluator, EmbeddingEvaluator, LexicalEvaluator, evaluator_from_spec
-from crag_shared.cli import main
-from crag_shared.data import Pair
-from crag_shared.evaluators.combined import logistic_regression
+from crag_shared.tools.cli import main
+from crag_shared.tools.combine import fit_combination, logistic_regression
+from crag_shared.tools.data import Pair
 
 QUESTIONS = [
     ("what is henry feilden occupation", "henry feilden was an english conservative party politician", True),
@@ -32,7 +32,7 @@ def test_logistic_regression_recovers_a_separating_direction():
 
 def test_fit_save_load_reproduces_scores(tiny_bert, tmp_path):
     members = [LexicalEvaluator(), EmbeddingEvaluator(str(tiny_bert))]
-    combined = CombinedEvaluator.fit(members, pairs(), progress=False)
+    combined = fit_combination(members, pairs(), progress=False)
     assert combined.report["pairs"] == 6 and set(combined.report["member_pair_auroc"]) == {m.spec for m in members}
     path = tmp_path / "combined.json"
     combined.save(path)
@@ -71,7 +71,7 @@ def test_fit_combination_cli(tmp_path, capsys):
 
 
 def test_evaluator_table_over_the_bench_sets(bench_dir):
-    from crag_shared.bench.accuracy import table
+    from crag_shared.tools.bench.accuracy import table
 
     out = io.StringIO()
     results = table(out, bench_dir, ["lexical"])

@@ -144,7 +144,7 @@ def test_haystack_reuses_the_pipelines_embedders():
 @pytest.mark.slow
 def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path):
     from crag_shared import OnnxEmbeddingEvaluator
-    from crag_shared.cli import main
+    from crag_shared.tools.cli import main
 
     torch_scores = EmbeddingEvaluator(str(tiny_bert)).score(QUERY, TEXTS)
     fp32 = OnnxEmbeddingEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path / "fp32", batch_size=3)

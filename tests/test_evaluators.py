@@ -36,7 +36,7 @@ def test_lexical_weighs_the_head_of_a_name_over_its_given_name():
 
 
 def test_lexical_pair_auroc_on_popqa(bench_dir):
-    from crag_shared.data import auroc, load_pairs
+    from crag_shared.tools.data import auroc, load_pairs
 
     pairs = load_pairs(bench_dir / "popqa_ctxs.jsonl")
     ev = LexicalEvaluator()

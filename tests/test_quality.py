@@ -7,9 +7,9 @@ import random
 import pytest
 
 from crag_shared import ActionPolicy, CrossEncoderEvaluator, LexicalEvaluator, T5Evaluator
-from crag_shared.cli import main
-from crag_shared.data import Pair, auroc, kfold_by_query, load_pairs, split_by_query
-from crag_shared.policy import equation_2, fit_thresholds
+from crag_shared.tools.calibrate import equation_2, fit_thresholds
+from crag_shared.tools.cli import main
+from crag_shared.tools.data import Pair, auroc, kfold_by_query, load_pairs, split_by_query
 
 
 def synthetic(seed=0):
@@ -107,7 +107,7 @@ def test_a_single_training_split_is_split_by_query():
 
 def test_listwise_loss_ranks_within_each_question_only():
     torch = pytest.importorskip("torch")
-    from crag_shared.train import listwise_loss
+    from crag_shared.tools.train import listwise_loss
 
     targets, queries = [1.0, -1.0, -1.0, 1.0, -1.0], ["a", "a", "a", "b", "b"]
     right = listwise_loss(torch.tensor([0.9, -0.5, -0.6, 0.2, 0.1]), targets, queries, 0.3)
@@ -133,7 +133,7 @@ def overfit_pairs(n=32):
 @pytest.mark.parametrize("kind,pooling", [("bert", "pair"), ("bert", "mean"), ("t5", "cls")])
 def test_training_lowers_the_loss_and_the_model_reloads(kind, pooling, tmp_path):
     from crag_shared.testing import build_bert_evaluator, build_t5_evaluator
-    from crag_shared.train import TrainConfig, train_evaluator
+    from crag_shared.tools.train import TrainConfig, train_evaluator
 
     pairs = overfit_pairs()
     texts = [p.query + " " + p.passage for p in pairs]
@@ -153,7 +153,7 @@ def test_training_lowers_the_loss_and_the_model_reloads(kind, pooling, tmp_path)
 @pytest.mark.slow
 def test_listwise_training_learns_the_ranking_within_questions(tmp_path):
     from crag_shared.testing import build_bert_evaluator
-    from crag_shared.train import TrainConfig, train_evaluator
+    from crag_shared.tools.train import TrainConfig, train_evaluator
 
     cities = ["paris", "rome", "oslo", "lima", "cairo", "delhi", "tokyo", "quito"]
     pairs = [Pair(f"what is the capital of country {i}", text, relevant, str(i))
@@ -176,7 +176,7 @@ def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):
         for p in overfit_pairs(24):
             f.write(json.dumps({"query": p.query, "passage": p.passage, "label": p.relevant,
                                 "query_id": str(int(p.query_id) // 3)}) + "\n")
-    from crag_shared.bench.accuracy import run
+    from crag_shared.tools.bench.accuracy import run
 
     out = io.StringIO()
     results = run(out, str(data), ["lexical", f"cross-encoder:{tiny_bert}"], kfold=2, base_model=str(tiny_bert),

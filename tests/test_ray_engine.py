@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from crag_shared.cli import main
 from crag_shared.config import CRAGConfig
-from crag_shared.run import run
+from crag_shared.tools.batch import run
+from crag_shared.tools.cli import main
 
 pytest.importorskip("ray.data")
 
@@ -37,7 +37,7 @@ def ray_cluster():
 
 @pytest.mark.slow
 def test_ray_engine_writes_what_the_local_engine_writes_and_resumes(ray_cluster, tmp_path, capsys):
-    from crag_shared.ray_engine import run_on_ray
+    from crag_shared.tools.batch_ray import run_on_ray
 
     data = tmp_path / "in.jsonl"
     rows = [{"id": f"q{i}", "question": f"who wrote book {i}?",

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..calibrate import score_by_query
+from ...policy import ActionPolicy
+from ..calibrate import equation_2, score_by_query
 from ..data import Pair, auroc, by_query, kfold_by_query
-from ..policy import ActionPolicy, equation_2
 
 
 def figures(scores: Sequence[Sequence[float]], labels: Sequence[Sequence[bool]], policy: ActionPolicy) -> dict:
@@ -41,7 +41,7 @@ def baselines(pairs: Sequence[Pair]) -> dict:
 def kfold_figures(pairs: Sequence[Pair], k: int, base_model: str, steps: int, policy: ActionPolicy | None,
                   progress: bool = True) -> dict:
     """In-domain figure: train on k-1 folds (by question), score the held-out fold, pool the scores."""
-    from ..evaluators.cross_encoder import CrossEncoderEvaluator
+    from ...evaluators.cross_encoder import CrossEncoderEvaluator
     from ..train import TrainConfig, train_evaluator
 
     scores: list[list[float]] = []
@@ -68,8 +68,8 @@ def report(name: str, values: dict, out: TextIO) -> None:
 def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | None = None, kfold: int = 0,
         base_model: str | None = None, train_steps: int = 100, progress: bool = True,
         split: str | None = None, titles: bool = False) -> dict:
+    from ...evaluators import evaluator_from_spec
     from ..data import load_pairs
-    from ..evaluators import evaluator_from_spec
 
     pairs = load_pairs(data, titles=titles, split=split)
     base = baselines(pairs)
@@ -113,7 +113,7 @@ def benchmark_sets(bench: Path) -> dict[str, list[Pair]]:
 def table(out: TextIO, bench: Path, evaluators: Sequence[str], *, progress: bool = False) -> dict:
     """One table: every evaluator × the four sets, pair AUROC, and query-level judgment accuracy at the
     evaluator's own thresholds."""
-    from ..evaluators import evaluator_from_spec
+    from ...evaluators import evaluator_from_spec
 
     sets = benchmark_sets(bench)
     names = list(sets)

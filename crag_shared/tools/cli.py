@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .policy import MAX_STEPS
+from .calibrate import MAX_STEPS
 
 
 class UsageError(Exception):
@@ -68,7 +68,7 @@ def _needs(module: str, hint: str) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run
+    from ..demo import run
 
     return run(sys.stdout)
 
@@ -115,7 +115,7 @@ def _train(args: argparse.Namespace) -> int:
 def _bench_dir(value: str | None) -> Path:
     """The bench data: --bench-dir, else ../shared/bench beside the checkout or the working directory."""
     candidates = [Path(value)] if value else [Path.cwd() / "../shared/bench",
-                                              Path(__file__).resolve().parents[2] / "shared" / "bench"]
+                                              Path(__file__).resolve().parents[3] / "shared" / "bench"]
     for candidate in candidates:
         if (candidate / "popqa_ctxs.jsonl").exists():
             return candidate.resolve()
@@ -175,9 +175,8 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .calibrate import score_by_query, write_outputs
-    from .evaluators import evaluator_from_spec
-    from .policy import fit_thresholds
+    from ..evaluators import evaluator_from_spec
+    from .calibrate import fit_thresholds, score_by_query, write_outputs
 
     _writable(args.out, "--out")
     _writable(args.plot, "--plot")
@@ -195,11 +194,12 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _fit_combination(args: argparse.Namespace) -> int:
-    from .evaluators import CombinedEvaluator, evaluator_from_spec
+    from ..evaluators import evaluator_from_spec
+    from .combine import fit_combination
 
     _writable(args.out, "--out")
     members = [evaluator_from_spec(spec) for spec in args.member]
-    combined = CombinedEvaluator.fit(members, _load(args), l2=args.l2)
+    combined = fit_combination(members, _load(args), l2=args.l2)
     combined.save(args.out)
     weights = ", ".join(f"{m.spec} {w:+.3f}" for m, w in zip(members, combined.weights))
     print(f"weights: {weights}; bias {combined.bias:+.3f}; thresholds upper {combined.thresholds[0]:+.2f}, "
@@ -218,8 +218,8 @@ def _web_spec(spec: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .config import CRAGConfig
-    from .run import run, web_search_from_spec
+    from ..config import CRAGConfig
+    from .batch import run, web_search_from_spec
 
     _readable(args.data, "--data")
     _writable(args.out, "--out")
@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
                         score_titles=args.titles)
     web = web_search_from_spec(_web_spec(args.web))  # a missing key fails here, before any work
     if args.engine == "ray":
-        from .ray_engine import run_on_ray
+        from .batch_ray import run_on_ray
 
         _needs("ray", "--engine ray needs Ray Data: pip install 'crag-shared[ray]'")
         config.make_evaluator()  # a bad spec or a missing path fails here; actors load the model itself
@@ -242,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _export_onnx(args: argparse.Namespace) -> int:
-    from .evaluators.onnx import export_onnx
+    from ..evaluators.onnx import export_onnx
 
     _needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
     _needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")

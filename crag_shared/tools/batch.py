@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .corrector import Corrector
+from ..corrector import Corrector
+from ..types import CorrectionResult, FailedCorrection, Passage
+from ..web.base import WebSearch
 from .data import json_rows
-from .types import CorrectionResult, FailedCorrection, Passage
-from .web.base import WebSearch
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def finished_ids(path: Path) -> set[str]:
 def web_search_from_spec(spec: str) -> WebSearch | None:
     """`--web`: none, replay:PATH (recorded results), serpapi or serper (keys from the environment, read
     where the corrector runs: in this process, or in each Ray actor)."""
-    from .web import ReplaySearch, SerpAPISearch, SerperSearch
+    from ..web import ReplaySearch, SerpAPISearch, SerperSearch
 
     kind, _, target = spec.partition(":")
     if kind == "none" and not target:

@@ -18,9 +18,9 @@ import logging
 from pathlib import Path
 from typing import Any, TextIO
 
-from .config import CRAGConfig
-from .run import Job, pending_jobs, record_lines, web_search_from_spec, write_all
-from .types import Passage
+from ..config import CRAGConfig
+from ..types import Passage
+from .batch import Job, pending_jobs, record_lines, web_search_from_spec, write_all
 
 INSTALL_HINT = "the Ray engine needs Ray Data: pip install 'crag-shared[ray]'"
 

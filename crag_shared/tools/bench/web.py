@@ -6,9 +6,9 @@ import statistics
 import time
 from typing import TextIO
 
-from ..testing import FakeWeb
-from ..web.fetch import PageFetcher
-from ..web.serpapi import SerpAPISearch
+from ...testing import FakeWeb
+from ...web.fetch import PageFetcher
+from ...web.serpapi import SerpAPISearch
 
 
 def sequential_fetch(urls: list[str], timeout: float) -> int:

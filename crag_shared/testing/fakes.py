@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from .evaluators.hf import require_torch
-from .text import content_terms
+from ..evaluators.hf import require_torch
+from ..text import content_terms
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>"]
 

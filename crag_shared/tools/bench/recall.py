@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..corrector import Corrector
-from ..evaluators import evaluator_from_spec
-from ..rewrite import keyword_query
-from ..testing import FakeWeb
-from ..types import Passage
-from ..web.fetch import PageFetcher
-from ..web.serpapi import SerpAPISearch
+from ...corrector import Corrector
+from ...evaluators import evaluator_from_spec
+from ...rewrite import keyword_query
+from ...testing import FakeWeb
+from ...types import Passage
+from ...web.fetch import PageFetcher
+from ...web.serpapi import SerpAPISearch
 
 
 def has_answer_word(text: str, answers: Sequence[str]) -> bool:

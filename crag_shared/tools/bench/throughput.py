@@ -12,18 +12,18 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cache import cache_dir
-from ..corrector import Corrector
-from ..evaluators.base import RetrievalEvaluator
-from ..evaluators.cross_encoder import CrossEncoderEvaluator
-from ..evaluators.hf import HFSequenceEvaluator, require_torch
-from ..evaluators.lexical import LexicalEvaluator
-from ..evaluators.llm import LLMEvaluator
-from ..evaluators.onnx import OnnxCrossEncoderEvaluator
-from ..evaluators.t5 import T5Evaluator
-from ..llm import FunctionLLM
-from ..refine import sentence_spans
-from ..trace import Refined
+from ...cache import cache_dir
+from ...corrector import Corrector
+from ...evaluators.base import RetrievalEvaluator
+from ...evaluators.cross_encoder import CrossEncoderEvaluator
+from ...evaluators.hf import HFSequenceEvaluator, require_torch
+from ...evaluators.lexical import LexicalEvaluator
+from ...evaluators.llm import LLMEvaluator
+from ...evaluators.onnx import OnnxCrossEncoderEvaluator
+from ...evaluators.t5 import T5Evaluator
+from ...llm import FunctionLLM
+from ...refine import sentence_spans
+from ...trace import Refined
 
 
 def minilm_encoder_dir() -> Path:
@@ -56,7 +56,7 @@ def minilm_dir() -> Path:
 
 def t5_small_dir(texts: Sequence[str]) -> Path:
     """A T5-small-sized T5ForSequenceClassification with random weights (speed does not need training)."""
-    from ..testing import build_t5_evaluator
+    from ...testing import build_t5_evaluator
 
     target = cache_dir("t5-small-random")
     if not (target / "config.json").exists():

@@ -11,12 +11,12 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
 
-from ..config import CRAGConfig
-from ..corrector import Corrector
-from ..evaluators import evaluator_from_spec
-from ..refine import sentence_spans
-from ..run import run as run_locally
-from ..testing import FakeWeb
+from ...config import CRAGConfig
+from ...corrector import Corrector
+from ...evaluators import evaluator_from_spec
+from ...refine import sentence_spans
+from ...testing import FakeWeb
+from ..batch import run as run_locally
 from .recall import load as load_recorded
 from .recall import serve_recorded
 from .throughput import load_popqa
@@ -88,7 +88,7 @@ def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: in
     Best of `rounds`, interleaved."""
     if find_spec("ray") is None:
         raise SystemExit("the engine comparison needs Ray Data: pip install 'crag-shared[ray]'")
-    from ..ray_engine import connect, run_on_ray
+    from ..batch_ray import connect, run_on_ray
 
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     with tempfile.TemporaryDirectory(prefix="crag-bench-engines-") as work:

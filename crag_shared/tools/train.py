@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..evaluators.cross_encoder import pair_inputs, pooled_logits
+from ..evaluators.hf import pick_device, require_torch
+from ..evaluators.t5 import t5_inputs
 from .data import Pair, auroc
-from .evaluators.cross_encoder import pair_inputs, pooled_logits
-from .evaluators.hf import pick_device, require_torch
-from .evaluators.t5 import t5_inputs
 
 
 @dataclass

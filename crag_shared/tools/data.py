@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .text import titled
+from ..text import titled
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .testing import FakeWeb
+from .fakes import FakeWeb
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cache import cache_dir
-from ..evaluators.cross_encoder import CrossEncoderEvaluator
-from ..evaluators.hf import HFSequenceEvaluator, pick_device
-from ..evaluators.t5 import T5Evaluator
+from ...cache import cache_dir
+from ...evaluators.cross_encoder import CrossEncoderEvaluator
+from ...evaluators.hf import HFSequenceEvaluator, pick_device
+from ...evaluators.t5 import T5Evaluator
 from .throughput import decision_latency, load_popqa, minilm_dir, official_pairs_per_second, pass_rate
 
 Make = Callable[..., HFSequenceEvaluator]
@@ -24,7 +24,7 @@ Make = Callable[..., HFSequenceEvaluator]
 
 def t5_large_dir(texts: Sequence[str]) -> Path:
     """A T5-large-sized T5ForSequenceClassification with random weights (the paper's evaluator size)."""
-    from ..testing import build_t5_evaluator
+    from ...testing import build_t5_evaluator
 
     target = cache_dir("t5-large-random")
     if not (target / "config.json").exists():

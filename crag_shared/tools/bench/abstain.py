@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..corrector import Corrector
+from ...corrector import Corrector
 from .recall import has_answer_word
 
 ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "llamaindex workflow",
@@ -62,7 +62,7 @@ def core_answer() -> Answer:
     corrector = Corrector()
 
     def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
-        from ..types import Passage
+        from ...types import Passage
 
         result = corrector.correct(question, [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in ctxs])
         return ([] if result.abstained else [result.knowledge_text]), result.abstained

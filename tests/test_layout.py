@@ -1,0 +1,53 @@
+"""The house's import rules, checked on the source: the runtime never imports tooling or test support, and the
+adapters' runtime reaches the core through its one adapter-facing module."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLING = ("crag_shared.tools", "crag_shared.testing")
+
+
+def imports(path: Path) -> list[str]:
+    """Every module `path` imports, relative imports resolved to absolute names."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    if path.name == "__init__.py":
+        package = ".".join(path.relative_to(ROOT).parent.parts)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append(module)
+            found += [f"{module}.{alias.name}" for alias in node.names]
+    return found
+
+
+def runtime_files(package: str) -> list[Path]:
+    """The package's runtime: all but its tooling, its test support and `__main__` (the `crag` command)."""
+    return [p for p in (ROOT / package).rglob("*.py")
+            if not {"tools", "testing"} & set(p.relative_to(ROOT / package).parts)
+            and p.name not in ("testing.py", "__main__.py")]
+
+
+def test_the_runtime_never_imports_tooling():
+    offenders = {str(p.relative_to(ROOT)): m for p in runtime_files("crag_shared") for m in imports(p)
+                 if m.startswith(TOOLING)}
+    assert offenders == {}
+
+
+def test_tooling_resolves_to_real_modules():
+    import importlib
+
+    for path in (ROOT / "crag_shared" / "tools").rglob("*.py"):
+        for module in imports(path):
+            if module.startswith("crag_shared."):
+                try:
+                    importlib.import_module(module)
+                except ModuleNotFoundError:  # `from pkg import name`: the name need not be a module
+                    importlib.import_module(module.rsplit(".", 1)[0])
