@@ -139,7 +139,7 @@ class Judgment:
     kept: list[int]
     evaluator: str
     trace: Trace = field(default_factory=Trace)
-    state: Any = field(default=None, repr=False, compare=False)  # the scorer in use and its cache
+    state: ScoringState | None = field(default=None, repr=False, compare=False)  # the scorer in use, its cache
 
 
 @dataclass
@@ -245,3 +245,8 @@ class CorrectionResult:
                         "position": s.position, "url": s.url, "title": s.title} for s in self.knowledge],
             "fallbacks": [asdict(f) for f in self.fallbacks],
         }
+
+
+# Judgment.state's type, imported last: the corrector's protocol builds on the types above, and frameworks
+# that validate a Judgment (pydantic in LlamaIndex workflow events) resolve its annotations at run time.
+from .corrector.protocol import ScoringState  # noqa: E402

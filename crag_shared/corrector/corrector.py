@@ -1,0 +1,258 @@
+"""`Corrector`: the core every framework adapter calls. It drives the walks of Algorithm 1 (`walk.py`):
+`correct` answers their requests synchronously, `acorrect` asynchronously (running the internal
+refinement and the web search of an Ambiguous query concurrently), `correct_many` many queries together.
+So every path shares every decision, and the sync path never touches an event loop (it works inside
+Jupyter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
+
+from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
+from ..evaluators.lexical import LexicalEvaluator
+from ..policy import ActionPolicy
+from ..refine import StripRefiner
+from ..rewrite import QueryRewriter
+from ..types import CorrectionResult, FailedCorrection, Judgment, Passage, Refinement, WebOutcome
+from ..web.base import WebSearch
+from .checks import check_query, checked_response
+from .many import answers_for, many_walks, result_of, score_requests, web_requests
+from .protocol import (
+    Answer,
+    BothRequest,
+    Failed,
+    QueryFailed,
+    Request,
+    ScoreAnswer,
+    ScoreRequest,
+    WebAnswer,
+    WebRequest,
+)
+from .walk import Walks
+
+T = TypeVar("T")
+_LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
+
+
+class Corrector(Walks):
+    """Corrects one query's retrieval: the core every framework adapter calls.
+
+    Every argument is optional. Defaults: `LexicalEvaluator` (offline, no download), its own thresholds,
+    `StripRefiner("excerption")` for internal passages, `StripRefiner("selection")` for web paragraphs
+    (pages are already split into paragraphs, as in the paper), the offline keyword `QueryRewriter`, and
+    no web search: nothing leaves the machine unless you pass a `web_search` provider.
+
+    Incorrect discards the internal passages, as in the paper. When there is no web knowledge (no web
+    search configured, the search failed, found nothing, or its pages had no text) the result then holds
+    no knowledge and says so: `result.abstained`, with `result.abstention` saying why, and the adapters
+    answer "I don't know" without calling the LLM. `on_web_failure="keep"` opts into recall instead: the
+    internal passages' best strips are kept, flagged in the trace. Ambiguous without web knowledge keeps
+    the internal strips that pass the strip threshold and records the missing half (`result.web_missing`).
+    An empty query is not judged (`Action.UNJUDGED`, abstained); a query that is not a string raises.
+    No web search configured is the setup, not a fault: it is logged at INFO once per Corrector; a web
+    search that fails is logged as a warning each time.
+    When the evaluator raises while scoring, `fallback_evaluator` (lexical by default; None to re-raise)
+    scores instead, with its own thresholds; an `EvaluatorConfigurationError` (a model that cannot
+    load) is never hidden that way. Every fallback is recorded in `result.trace.fallbacks`.
+    `score_titles=True` scores "title: text" when a passage has a title the text does not start with.
+    """
+
+    def __init__(
+        self,
+        evaluator: RetrievalEvaluator | None = None,
+        policy: ActionPolicy | None = None,
+        refiner: StripRefiner | None = None,
+        rewriter: QueryRewriter | None = None,
+        web_search: WebSearch | None = None,
+        *,
+        web_refiner: StripRefiner | None = None,
+        web_top_k: int = 5,
+        on_web_failure: Literal["keep", "drop"] = "drop",
+        fallback_evaluator: RetrievalEvaluator | None = _LEXICAL,
+        score_titles: bool = False,
+    ) -> None:
+        if on_web_failure not in ("keep", "drop"):
+            raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
+        if web_top_k < 1:
+            raise ValueError(f"web_top_k must be at least 1, got {web_top_k}")
+        if web_search is not None and not isinstance(web_search, WebSearch):
+            raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
+        self.evaluator = evaluator or LexicalEvaluator()
+        self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
+        self.refiner = refiner or StripRefiner("excerption")
+        self.web_refiner = web_refiner or StripRefiner("selection")
+        self.rewriter = rewriter or QueryRewriter()
+        self.web_search = web_search
+        self.web_top_k = web_top_k
+        self.on_web_failure = on_web_failure
+        self.fallback_evaluator = fallback_evaluator
+        self.score_titles = score_titles
+        self._told_no_web = False
+
+    # -- drivers --------------------------------------------------------------------------------------
+    def correct(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
+        """Run CRAG on one query and its retrieved passages (strings or `Passage`s)."""
+        return self._drive(self._walk(query, passages))
+
+    async def acorrect(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
+        """Async `correct`: model inference runs off the loop; Ambiguous refines while it searches."""
+        return await self._adrive(self._walk(query, passages))
+
+    # -- many queries at once ----------------------------------------------------------------------------
+    def correct_many(self, items: Sequence[tuple[str, Sequence[str | Passage]]], *, web_concurrency: int = 8
+                     ) -> list[CorrectionResult | FailedCorrection]:
+        """`correct` for many (query, passages) items, in input order, each exactly as `correct` would decide.
+
+        The walks advance together: every step's scoring requests go to the evaluator as one
+        `evaluate_batch` across queries (passages and strips alike), and web searches run concurrently,
+        at most `web_concurrency` at a time. A query that fails becomes a `FailedCorrection` in its place;
+        the others are never lost. Only an `EvaluatorConfigurationError` (no query can be scored) raises."""
+        loop = many_walks(items, [self._walk(query, passages) for query, passages in items])
+        with ThreadPoolExecutor(max_workers=max(1, web_concurrency), thread_name_prefix="crag-web") as pool:
+            answers: dict[int, Answer] | None = None
+            while True:
+                try:
+                    requests = loop.send(answers)  # type: ignore[arg-type]
+                except StopIteration as done:
+                    return done.value
+                scores = self._serve_scores(requests)
+                webs = {i: pool.submit(self._serve, r) for i, r in web_requests(requests).items()}
+                answers = answers_for(requests, scores, {i: result_of(f) for i, f in webs.items()})
+
+    async def acorrect_many(self, items: Sequence[tuple[str, Sequence[str | Passage]]], *,
+                            web_concurrency: int = 8) -> list[CorrectionResult | FailedCorrection]:
+        """Async `correct_many`: scoring in a worker thread, web searches concurrent on the event loop."""
+        loop = many_walks(items, [self._walk(query, passages) for query, passages in items])
+        gate = asyncio.Semaphore(max(1, web_concurrency))
+
+        async def web(request: WebRequest) -> Any:
+            async with gate:
+                try:
+                    return await self._aserve(request)
+                except Exception as error:  # a provider's bug fails its own query only
+                    return QueryFailed(error)
+
+        answers: dict[int, Answer] | None = None
+        while True:
+            try:
+                requests = loop.send(answers)  # type: ignore[arg-type]
+            except StopIteration as done:
+                return done.value
+            scores = await asyncio.to_thread(self._serve_scores, requests)
+            webs = web_requests(requests)
+            found = dict(zip(webs, await asyncio.gather(*(web(r) for r in webs.values()))))
+            answers = answers_for(requests, scores, found)
+
+    def _serve_scores(self, requests: dict[int, Request]) -> dict[int, ScoreAnswer]:
+        """All score requests of one step, one `evaluate_batch` per evaluator; a failing batch is a
+        `Failed` for each of its queries (each then takes its fallback, as alone)."""
+        wanted = score_requests(requests)
+        answers: dict[int, ScoreAnswer] = {}
+        by_evaluator: dict[int, list[int]] = {}
+        for i, request in wanted.items():
+            by_evaluator.setdefault(id(request.evaluator), []).append(i)
+        for members in by_evaluator.values():
+            evaluator = wanted[members[0]].evaluator
+            try:
+                evaluations: list[ScoreAnswer] = list(
+                    evaluator.evaluate_batch([(wanted[i].query, wanted[i].texts) for i in members]))
+            except EvaluatorConfigurationError:
+                raise
+            except Exception as error:
+                evaluations = [Failed(error)] * len(members)
+            answers.update(zip(members, evaluations))
+        return answers
+
+    # -- the slices: `correct` is exactly judge -> search (unless Correct) -> finish -----------------------
+    def judge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
+              ) -> Judgment:
+        """Steps 1-2 only: score the passages and decide the action (no refinement, no web). `policy`
+        overrides the thresholds for this call."""
+        return self._drive(self._judge_slice(query, passages, policy))
+
+    async def ajudge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
+                     ) -> Judgment:
+        return await self._adrive(self._judge_slice(query, passages, policy))
+
+    def search(self, question: str) -> WebOutcome | None:
+        """The web half of step 3: rewrite the question into keywords, search, read the answer into
+        passages. Never raises for a web fault: `failure` says why there is no web knowledge. None when
+        no web search is configured."""
+        return self._drive(self._search_walk(check_query(question)))
+
+    async def asearch(self, question: str) -> WebOutcome | None:
+        return await self._adrive(self._search_walk(check_query(question)))
+
+    def finish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
+        """Step 3 after the search: refine the kept passages and the web passages, applying the
+        web-failure policy (`on_web_failure`), into the final result."""
+        return self._drive(self._finish_slice(judgment, web))
+
+    async def afinish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
+        return await self._adrive(self._finish_slice(judgment, web))
+
+    def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
+               top_k: int | None = None) -> Refinement:
+        """Only refine: decompose, filter and recompose `passages` (web paragraphs if `web=True`); `top_k`
+        overrides how many strips are kept, for this call."""
+        return self._drive(self._refine_only(query, passages, web, top_k))
+
+    async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
+                      top_k: int | None = None) -> Refinement:
+        return await self._adrive(self._refine_only(query, passages, web, top_k))
+
+    def _drive(self, walk: Generator[Request, Any, T]) -> T:
+        answer: Any = None
+        while True:
+            try:
+                request = walk.send(answer)
+            except StopIteration as done:
+                return done.value
+            answer = self._serve(request)
+
+    async def _adrive(self, walk: Generator[Request, Any, T]) -> T:
+        answer: Any = None
+        while True:
+            try:
+                request = walk.send(answer)
+            except StopIteration as done:
+                return done.value
+            answer = await self._aserve(request)
+
+    def _serve(self, request: Request) -> Any:
+        if isinstance(request, BothRequest):
+            return self._serve(request.first), self._serve(request.second)
+        if isinstance(request, ScoreRequest):
+            try:
+                return request.evaluator.evaluate(request.query, request.texts)
+            except EvaluatorConfigurationError:
+                raise
+            except Exception as error:
+                return Failed(error)
+        rewrite = self.rewriter.rewrite(request.question)
+        try:
+            response = self.web_search.search(rewrite.query, request.top_k)
+        except Exception as error:
+            return WebAnswer(rewrite, Failed(error))
+        return WebAnswer(rewrite, checked_response(self.web_search, response))
+
+    async def _aserve(self, request: Request) -> Any:
+        if isinstance(request, BothRequest):
+            return tuple(await asyncio.gather(self._aserve(request.first), self._aserve(request.second)))
+        if isinstance(request, ScoreRequest):
+            try:
+                return await request.evaluator.aevaluate(request.query, request.texts)
+            except EvaluatorConfigurationError:
+                raise
+            except Exception as error:
+                return Failed(error)
+        rewrite = await self.rewriter.arewrite(request.question)
+        try:
+            response = await self.web_search.asearch(rewrite.query, request.top_k)
+        except Exception as error:
+            return WebAnswer(rewrite, Failed(error))
+        return WebAnswer(rewrite, checked_response(self.web_search, response))

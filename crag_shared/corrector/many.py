@@ -1,0 +1,81 @@
+"""Many queries at once: the walks advance together, one evaluator batch per step, searches concurrent.
+
+`many_walks` is the loop both `Corrector.correct_many` and `acorrect_many` drive: it yields each step's
+requests (by query index) and receives their answers, as a single walk does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from ..evaluators.base import EvaluatorConfigurationError
+from ..types import CorrectionResult, FailedCorrection
+from .protocol import Answer, BothRequest, QueryFailed, Request, ScoreRequest, Walk, WebRequest
+
+Outcome = CorrectionResult | FailedCorrection
+
+
+def many_walks(items: Sequence[tuple[Any, Any]], walks: list[Walk]
+               ) -> Generator[dict[int, Request], dict[int, Answer], list[Outcome]]:
+    """Advance every walk with its answer; yield the next requests until all are done. A walk that
+    raises becomes a `FailedCorrection` in its place (only an `EvaluatorConfigurationError` escapes)."""
+    results: list[Outcome | None] = [None] * len(items)
+    answers: dict[int, Answer] = dict.fromkeys(range(len(items)))
+    while answers:
+        requests = advance(items, walks, answers, results)
+        if not requests:
+            break
+        answers = yield requests
+    return results  # type: ignore[return-value]
+
+
+def result_of(future: Future[Any]) -> Any:
+    try:
+        return future.result()
+    except Exception as error:  # a provider's bug fails its own query only
+        return QueryFailed(error)
+
+
+def web_requests(requests: dict[int, Request]) -> dict[int, WebRequest]:
+    """The web half of each request that has one."""
+    return {i: r.second if isinstance(r, BothRequest) else r for i, r in requests.items()
+            if isinstance(r, (WebRequest, BothRequest))}
+
+
+def score_requests(requests: dict[int, Request]) -> dict[int, ScoreRequest]:
+    """The scoring half of each request that has one."""
+    return {i: r.first if isinstance(r, BothRequest) else r for i, r in requests.items()
+            if isinstance(r, (ScoreRequest, BothRequest))}
+
+
+def answers_for(requests: dict[int, Request], scores: dict[int, Any], webs: dict[int, Any]) -> dict[int, Answer]:
+    """Each walk's answer to its request: a score answer, a web answer, or both."""
+    answers: dict[int, Answer] = {}
+    for i, request in requests.items():
+        if isinstance(request, ScoreRequest):
+            answers[i] = scores[i]
+        elif isinstance(request, BothRequest):
+            answers[i] = webs[i] if isinstance(webs[i], QueryFailed) else (scores[i], webs[i])
+        else:
+            answers[i] = webs[i]
+    return answers
+
+
+def advance(items: Sequence[tuple[Any, Any]], walks: list[Walk], answers: dict[int, Answer],
+            results: list[Outcome | None]) -> dict[int, Request]:
+    """Send each live walk its answer; collect the next requests, the finished results and the failures."""
+    requests: dict[int, Request] = {}
+    for i, answer in answers.items():
+        try:
+            if isinstance(answer, QueryFailed):
+                raise answer.error
+            requests[i] = walks[i].send(answer)
+        except StopIteration as done:
+            results[i] = done.value
+        except EvaluatorConfigurationError:
+            raise
+        except Exception as error:
+            results[i] = FailedCorrection(str(items[i][0]), f"{type(error).__name__}: {error}", error)
+    return requests

@@ -1,0 +1,80 @@
+"""The protocol between Algorithm 1 and its drivers: what a walk asks for, and the answers it receives.
+
+A walk is a generator (see `walk.py`). It yields a `ScoreRequest`, a `WebRequest`, or a `BothRequest`
+(Ambiguous: refine while searching), and is sent back an `Evaluation` (or `Failed`), a `WebAnswer`, or
+a pair of both. `Corrector`'s drivers answer them one query at a time, sync or async, or many queries
+together (`many.py`): every decision is the walk's, so all drivers decide alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from ..evaluators.base import Evaluation, RetrievalEvaluator
+from ..policy import ActionPolicy
+from ..rewrite import Rewrite
+from ..types import CorrectionResult, WebSearchResponse
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Score `texts` against `query` with `evaluator` (the walk's evaluator, or its fallback)."""
+
+    evaluator: RetrievalEvaluator
+    query: str
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class WebRequest:
+    """Rewrite `question` into keywords and search the web for `top_k` results."""
+
+    question: str
+    top_k: int
+
+
+@dataclass(frozen=True)
+class BothRequest:
+    """Both at once (Ambiguous: the internal strips are scored while the web is searched)."""
+
+    first: ScoreRequest
+    second: WebRequest
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A runtime fault of one step (the evaluator or the search raised): the walk takes its fallback."""
+
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class WebAnswer:
+    """The rewrite used and the search's response, or its failure."""
+
+    rewrite: Rewrite
+    response: WebSearchResponse | Failed
+
+
+@dataclass(frozen=True)
+class QueryFailed:
+    """In a batch, one query's request broke (a provider's bug): that query alone fails."""
+
+    error: BaseException
+
+
+@dataclass
+class ScoringState:
+    """Per-query state: the evaluator in use (it changes on fallback), its policy, and the score cache."""
+
+    evaluator: RetrievalEvaluator
+    policy: ActionPolicy
+    cache: dict[str, float] = field(default_factory=dict)
+
+
+Request: TypeAlias = "ScoreRequest | WebRequest | BothRequest"
+ScoreAnswer: TypeAlias = "Evaluation | Failed"
+Answer: TypeAlias = "ScoreAnswer | WebAnswer | tuple[ScoreAnswer, WebAnswer] | QueryFailed | None"
+Walk: TypeAlias = "Generator[Request, Answer, CorrectionResult]"

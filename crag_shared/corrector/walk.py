@@ -1,0 +1,296 @@
+"""Algorithm 1 of the paper, written once as generators: evaluate, decide, refine and/or search, with a trace.
+
+Each walk yields what it needs (see `protocol.py`) and is sent the answers; `Corrector` drives it sync,
+async or many at a time. `Walks` holds the walks over a Corrector's settings (evaluator, policy,
+refiners, rewriter, web search, fallbacks), so every driver shares every decision.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..evaluators.base import RetrievalEvaluator
+from ..policy import ActionPolicy
+from ..refine import StripRefiner
+from ..rewrite import QueryRewriter
+from ..text import titled
+from ..trace import (
+    LOG,
+    Abstained,
+    BelowLower,
+    Decided,
+    Evaluated,
+    EvaluatorNote,
+    Finished,
+    Input,
+    PassagesFiltered,
+    Refined,
+    SkippedPassage,
+    TruncatedPassage,
+    Unjudged,
+)
+from ..types import (
+    Abstention,
+    Action,
+    CorrectionResult,
+    Judgment,
+    Origin,
+    Passage,
+    Refinement,
+    Strip,
+    Trace,
+    WebOutcome,
+)
+from ..web.base import WebSearch
+from ..web.outcome import read_search
+from .checks import as_passages, check_query, checked_scores, describe, query_text
+from .protocol import BothRequest, Failed, ScoreRequest, ScoringState, Walk, WebAnswer, WebRequest
+
+NO_WEB_SEARCH = "no web search configured"
+
+
+class Walks:
+    """The walks of Algorithm 1 over a Corrector's settings; `Corrector` adds the drivers and the API."""
+
+    evaluator: RetrievalEvaluator
+    policy: ActionPolicy
+    refiner: StripRefiner
+    web_refiner: StripRefiner
+    rewriter: QueryRewriter
+    web_search: WebSearch | None
+    web_top_k: int
+    on_web_failure: str
+    fallback_evaluator: RetrievalEvaluator | None
+    score_titles: bool
+    _told_no_web: bool
+
+    def _walk(self, query: str, passages: Sequence[str | Passage]) -> Walk:
+        started = time.perf_counter()
+        judgment = yield from self._judge_slice(query, passages)
+        internal: list[Strip] | None = None
+        web: WebOutcome | None = None
+        if judgment.action is Action.INCORRECT or (judgment.action is Action.AMBIGUOUS and self.web_search is None):
+            web = yield from self._search_walk(judgment.query)
+        elif judgment.action is Action.AMBIGUOUS:  # refine the internal passages while the web is searched
+            refine = self._refine(judgment.state, judgment.trace, judgment.query, judgment.passages, judgment.kept,
+                                  self.refiner, Origin.INTERNAL)
+            try:
+                first = next(refine)
+            except StopIteration as done:  # nothing left to score: every strip was cached
+                internal = done.value
+                web = yield from self._search_walk(judgment.query)
+            else:
+                answer, found = yield BothRequest(first, WebRequest(judgment.query, self.web_top_k))
+                internal = yield from resume(refine, answer)
+                web = self._read_web(judgment.query, found)
+        return (yield from self._finish_walk(judgment, web, internal, started))
+
+    def _judge_slice(self, query: str, passages: Sequence[str | Passage], policy: ActionPolicy | None = None
+                     ) -> Generator[Any, Any, Judgment]:
+        query, items = query_text(query), as_passages(passages)
+        trace, state = Trace(), ScoringState(self.evaluator, policy or self.policy)
+        thresholds = (state.policy.upper, state.policy.lower)
+        if not query:
+            trace.add(Input(len(items), 0, describe(state.evaluator)))
+            trace.add(Unjudged("empty query"))
+            return Judgment(query, items, [], Action.UNJUDGED, thresholds, [], [], describe(state.evaluator),
+                            trace, state)
+        valid, scores, action = yield from self._judge(state, trace, query, items)
+        kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= state.policy.lower]
+        return Judgment(query, items, scores, action, (state.policy.upper, state.policy.lower), valid, kept,
+                        describe(state.evaluator), trace, state)
+
+    def _finish_slice(self, judgment: Judgment, web: WebOutcome | None) -> Walk:
+        if not isinstance(judgment, Judgment):
+            raise TypeError(f"finish() takes the Judgment from judge(), got {type(judgment).__name__}")
+        if web is not None and not isinstance(web, WebOutcome):
+            raise TypeError(f"finish() takes the WebOutcome from search() or None, got {type(web).__name__}")
+        trace = Trace()
+        trace.extend(judgment.trace)
+        state = (judgment.state if isinstance(judgment.state, ScoringState)
+                 else ScoringState(self.evaluator, self.policy))
+        own = replace(judgment, trace=trace, state=state)
+        return (yield from self._finish_walk(own, web, None, time.perf_counter()))
+
+    def _finish_walk(self, judgment: Judgment, web: WebOutcome | None, internal: list[Strip] | None,
+                     started: float) -> Walk:
+        state, trace, query, items, action = (judgment.state, judgment.trace, judgment.query, judgment.passages,
+                                              judgment.action)
+        if internal is None and action in (Action.CORRECT, Action.AMBIGUOUS):
+            internal = yield from self._refine(state, trace, query, items, judgment.kept, self.refiner,
+                                               Origin.INTERNAL)
+        internal = internal or []
+        external: list[Strip] = []
+        web_missing: str | None = None
+        if action is Action.UNJUDGED:
+            web = None
+        if web is not None:
+            trace.extend(web.trace)
+        if action in (Action.INCORRECT, Action.AMBIGUOUS):
+            if web is not None and web.passages:
+                external = yield from self._refine(state, trace, query, web.passages,
+                                                   list(range(len(web.passages))), self.web_refiner, Origin.WEB)
+            else:
+                web_missing = web.failure if web is not None else (
+                    NO_WEB_SEARCH if self.web_search is None else "web search was not run")
+                expected = web_missing == NO_WEB_SEARCH
+                if action is Action.INCORRECT and self.on_web_failure == "keep":
+                    trace.fallback("web_search", web_missing, "kept the internal passages' best strips (flagged)",
+                                   expected=expected)
+                    internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
+                                                       Origin.INTERNAL, threshold=-1.0)
+                elif action is Action.INCORRECT:
+                    trace.fallback("web_search", web_missing, "abstained: the internal passages were judged "
+                                   "irrelevant and dropped", expected=expected)
+                else:
+                    trace.fallback("web_search", web_missing, "kept the internal strips that pass the strip "
+                                   "threshold; the web half is missing", expected=expected)
+                if expected:
+                    self._note_no_web()
+
+        knowledge = internal + external
+        abstention = None if knowledge else abstention_for(action, web_missing)
+        if abstention is not None:
+            trace.add(Abstained(abstention.code, abstention.reason))
+        trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
+                           sum(len(s.text.split()) for s in knowledge), ms_since(started)))
+        return CorrectionResult(query=query, action=action, knowledge=knowledge, scores=judgment.scores,
+                                passages=items, thresholds=judgment.thresholds,
+                                rewritten_query=web.query if web is not None else None,
+                                web_results=list(web.results) if web is not None else [], trace=trace, web=web,
+                                abstention=abstention, web_missing=web_missing)
+
+    def _note_no_web(self) -> None:
+        """No web search configured is this Corrector's setup, not a fault: said once, at INFO."""
+        if self._told_no_web:
+            return
+        self._told_no_web = True
+        kept = ("keeps the internal passages' best strips" if self.on_web_failure == "keep"
+                else "abstains (no knowledge, the LLM is not asked)")
+        LOG.info("CRAG: no web search configured: a query judged Incorrect %s; Ambiguous keeps its internal "
+                 "strips. Pass web_search=... to search the web.", kept)
+
+    def _judge(self, state: ScoringState, trace: Trace, query: str, items: list[Passage]
+               ) -> Generator[Any, Any, tuple[list[int], list[float], Action]]:
+        """Steps 1-2 of Algorithm 1: score every passage with text, then decide the action."""
+        valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
+        for i in sorted(set(range(len(items))) - set(valid)):
+            trace.add(SkippedPassage(i, items[i].id, "empty or missing text"))
+        trace.add(Input(len(items), len(valid), describe(state.evaluator)))
+        scores = [-1.0] * len(items)
+        started = time.perf_counter()
+        valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
+        for i, s in zip(valid, valid_scores):
+            scores[i] = s
+        trace.add(Evaluated(list(scores), ms_since(started)))
+        action = state.policy.decide(valid_scores)
+        upper, lower = state.policy.upper, state.policy.lower
+        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None)))
+        if action is not Action.CORRECT:
+            kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
+            trace.add(PassagesFiltered(action.value, kept, [BelowLower(i, items[i].id, scores[i])
+                                                            for i in valid if scores[i] < lower]))
+        return valid, scores, action
+
+    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool, top_k: int | None
+                     ) -> Generator[Any, Any, Refinement]:
+        query, items = check_query(query), as_passages(passages)
+        trace, state = Trace(), ScoringState(self.evaluator, self.policy)
+        valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
+        refiner, origin = (self.web_refiner, Origin.WEB) if web else (self.refiner, Origin.INTERNAL)
+        if top_k is not None:
+            refiner = StripRefiner(**{**refiner.config(), "top_k": top_k})
+        strips = yield from self._refine(state, trace, query, items, valid, refiner, origin)
+        return Refinement(strips, trace)
+
+    def _search_walk(self, question: str) -> Generator[Any, Any, WebOutcome | None]:
+        if self.web_search is None:
+            return None
+        found = yield WebRequest(question, self.web_top_k)
+        return self._read_web(question, found)
+
+    def _scored_text(self, passage: Passage) -> str:
+        text = passage.text or ""
+        return titled(text, passage.title) if self.score_titles else text
+
+    def _score(self, state: ScoringState, trace: Trace, query: str, texts: list[str]
+               ) -> Generator[Any, Any, list[float]]:
+        """Score texts, each distinct text once per query; on evaluator failure switch to the fallback.
+
+        Texts that differ only in whitespace count as one (every evaluator here tokenizes on whitespace): a
+        passage's single strip is its text without the leading space, and need not be scored again."""
+        keys = [" ".join(t.split()) for t in texts]
+        missing = list({k: t for k, t in zip(keys, texts) if k not in state.cache}.items())
+        if missing:
+            answer = yield ScoreRequest(state.evaluator, query, [text for _, text in missing])
+            if not isinstance(answer, Failed):
+                answer = checked_scores(state.evaluator, answer, len(missing), trace)
+            if isinstance(answer, Failed):
+                fallback = self.fallback_evaluator
+                if fallback is None or state.evaluator is fallback:
+                    raise answer.error
+                trace.fallback("evaluate", f"{describe(state.evaluator)} failed: {type(answer.error).__name__}: "
+                               f"{answer.error}", f"scored with {describe(fallback)} and its thresholds")
+                state.evaluator, state.policy = fallback, ActionPolicy.for_evaluator(fallback)
+                state.cache.clear()
+                return (yield from self._score(state, trace, query, texts))
+            for note in answer.notes:
+                trace.add(EvaluatorNote(note))
+            state.cache.update(zip((key for key, _ in missing), answer.scores))
+        return [state.cache[k] for k in keys]
+
+    def _refine(self, state: ScoringState, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
+                refiner: StripRefiner, origin: Origin, threshold: float | None = None
+                ) -> Generator[Any, Any, list[Strip]]:
+        started = time.perf_counter()
+        for i in indices:
+            if len(passages[i].text) > refiner.max_chars:
+                trace.add(TruncatedPassage(i, len(passages[i].text), refiner.max_chars))
+        pieces = refiner.decompose([(i, passages[i].text) for i in indices])
+        titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title)) for p in pieces]
+        piece_scores = yield from self._score(state, trace, query, titled)
+        selecting = with_threshold(refiner, threshold) if threshold is not None else refiner
+        strips = selecting.select(pieces, piece_scores, passages, origin)
+        trace.add(Refined(origin.value, refiner.mode, len(indices), len(pieces), len(strips),
+                          [round(s, 4) for s in piece_scores], ms_since(started)))
+        return strips
+
+    @staticmethod
+    def _read_web(question: str, found: WebAnswer) -> WebOutcome:
+        failed = found.response if isinstance(found.response, Failed) else None
+        return read_search(question, found.rewrite, None if failed else found.response,
+                           failed.error if failed else None)
+
+
+def with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
+    return StripRefiner(**{**refiner.config(), "threshold": threshold})
+
+
+def resume(walk: Generator[Any, Any, Any], answer: Any) -> Generator[Any, Any, Any]:
+    """Continue a sub-walk whose first request was already answered."""
+    while True:
+        try:
+            request = walk.send(answer)
+        except StopIteration as done:
+            return done.value
+        answer = yield request
+
+
+def ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def abstention_for(action: Action, web_missing: str | None) -> Abstention:
+    """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
+    there is no web knowledge, None when the web gave pages but none of their strips passed. The Haystack
+    pipeline's `KnowledgeGate` words its abstentions with this too."""
+    if action is Action.UNJUDGED:
+        return Abstention("empty_query", "the query is empty: nothing was judged")
+    web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
+    if action is Action.INCORRECT:
+        return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
+    internal = "no retrieved strip passed the strip threshold"
+    return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")
