@@ -7,8 +7,7 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared import CorrectionResult, Passage, Strip
-from crag_shared.records import passage_from_record, strip_metadata
+from crag_shared.adapter import CorrectionResult, Passage, Strip, passage_from_record, strip_metadata
 
 
 def to_passage(document: Document) -> Passage:

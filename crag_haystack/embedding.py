@@ -4,8 +4,7 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared import CRAGConfig, EmbeddingEvaluator, RetrievalEvaluator
-from crag_shared.evaluators import embedding_unit
+from crag_shared.adapter import CRAGConfig, EmbeddingEvaluator, RetrievalEvaluator, embedding_unit
 
 
 def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None,

@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import logging
 
-from crag_shared.types import Fallback
+from crag_shared.adapter import Fallback
 
 logger = logging.getLogger("crag_haystack")
 

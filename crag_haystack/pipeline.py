@@ -10,7 +10,7 @@ from haystack.components.builders import ChatPromptBuilder
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import ChatMessage
 
-from crag_shared.records import NO_KNOWLEDGE_ANSWER
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 
 from .components import KnowledgeGate, KnowledgeRefiner, NoAnswerReply, RetrievalRouter, SearchQueryRewriter
 

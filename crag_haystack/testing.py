@@ -33,7 +33,7 @@ class ExtractiveChatGenerator:
     def _reply(self, prompt: str) -> str:
         self.prompts.append(prompt)
         if "Extract at most three keywords" in prompt:
-            from crag_shared.rewrite import keyword_query
+            from crag_shared.adapter import keyword_query
 
             return "query: " + keyword_query(prompt.rsplit("question:", 1)[-1].split("\n")[0])
         knowledge = re.findall(r"^- (.+)$", prompt, re.M)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
-from crag_shared import CorrectionResult, Origin, Passage, Strip
-from crag_shared.records import passage_from_record, strip_metadata
+from crag_shared.adapter import CorrectionResult, Origin, Passage, Strip, passage_from_record, strip_metadata
 
 
 def to_passage(item: NodeWithScore) -> Passage:

@@ -5,7 +5,7 @@ from typing import Any
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from crag_shared import EmbeddingEvaluator
+from crag_shared.adapter import EmbeddingEvaluator
 
 
 def embedding_evaluator(embed_model: BaseEmbedding | None = None, **options: Any) -> EmbeddingEvaluator:

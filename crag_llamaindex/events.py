@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.base import BaseEvent
 
-from crag_shared import CorrectionResult
+from crag_shared.adapter import CorrectionResult
 
 dispatcher = get_dispatcher(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from llama_index.core import Settings
 
-from crag_shared.llm import NoLLMConfigured
+from crag_shared.adapter import NoLLMConfigured
 
 
 def configured_llm() -> Any | None:

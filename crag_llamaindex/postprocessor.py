@@ -13,7 +13,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared import (
+from crag_shared.adapter import (
     CorrectionResult,
     Corrector,
     CRAGConfig,
@@ -21,10 +21,11 @@ from crag_shared import (
     QueryRewriter,
     RetrievalEvaluator,
     WebSearch,
+    check_judge_prompt,
+    config_from,
+    embedding_unit,
+    evaluator_spec,
 )
-from crag_shared.config import config_from, evaluator_spec
-from crag_shared.evaluators import embedding_unit
-from crag_shared.evaluators.llm import check_judge_prompt
 
 from .convert import knowledge_nodes, to_passage
 from .embedding import embedding_evaluator

@@ -20,8 +20,7 @@ from llama_index.core.response_synthesizers import BaseSynthesizer, get_response
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
-from crag_shared import CorrectionResult
-from crag_shared.records import NO_CONTEXT_INSTRUCTION, NO_KNOWLEDGE_ANSWER, result_metadata
+from crag_shared.adapter import NO_CONTEXT_INSTRUCTION, NO_KNOWLEDGE_ANSWER, CorrectionResult, result_metadata
 
 from .postprocessor import CRAGPostprocessor
 

@@ -7,7 +7,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared import CRAGConfig, RetrievalEvaluator, WebSearch
+from crag_shared.adapter import CRAGConfig, RetrievalEvaluator, WebSearch
 
 from .convert import knowledge_nodes
 from .events import aemit, emit

@@ -68,7 +68,7 @@ class RuleLLM(CustomLLM):
         if self._rule is not None:
             return self._rule(prompt)
         if "Extract at most three keywords" in prompt:
-            from crag_shared.rewrite import keyword_query
+            from crag_shared.adapter import keyword_query
 
             return "query: " + keyword_query(prompt.rsplit("question:", 1)[-1].split("\n")[0])
         return f"{self.label} {first_context_line(prompt)}".strip()

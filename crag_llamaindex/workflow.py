@@ -14,8 +14,7 @@ from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.workflow import Context, Event, StartEvent, StopEvent, Workflow, step
 
-from crag_shared import Action, CorrectionResult, Judgment, WebOutcome
-from crag_shared.records import NO_KNOWLEDGE_ANSWER
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, Action, CorrectionResult, Judgment, WebOutcome
 
 from .convert import to_passage
 from .postprocessor import CRAGPostprocessor

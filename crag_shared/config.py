@@ -94,21 +94,3 @@ class CRAGConfig:
     def refiner(self, *, web: bool = False) -> StripRefiner:
         return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
                             threshold=self.strip_threshold)
-
-
-def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
-    """A CRAGConfig from itself or from its dict form (as `to_dict`, `model_dump` and YAML write it)."""
-    if isinstance(value, CRAGConfig):
-        return value
-    if isinstance(value, Mapping):
-        return CRAGConfig.from_dict(value)
-    raise TypeError(f"config must be a CRAGConfig or a dict of its settings, got {type(value).__name__}")
-
-
-def evaluator_spec(evaluator: RetrievalEvaluator) -> str:
-    """The spec an evaluator instance is saved as, so a saved config names the evaluator really used;
-    an evaluator without a spec (a custom class) is saved by class name and cannot be rebuilt alone."""
-    try:
-        return evaluator.spec
-    except NotImplementedError:
-        return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}"

@@ -34,8 +34,8 @@ from crag_haystack import (
     build_crag_pipeline,
 )
 from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
-from crag_shared.records import NO_KNOWLEDGE_ANSWER
 
 CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}

@@ -51,3 +51,17 @@ def test_tooling_resolves_to_real_modules():
                     importlib.import_module(module)
                 except ModuleNotFoundError:  # `from pkg import name`: the name need not be a module
                     importlib.import_module(module.rsplit(".", 1)[0])
+
+
+def test_the_adapters_reach_the_core_through_its_adapter_module_only():
+    offenders = {}
+    for package in ("crag_llamaindex", "crag_haystack"):
+        for path in runtime_files(package):
+            used = {m for m in imports(path) if m.startswith("crag_shared")}
+            stray = {m for m in used if m != "crag_shared.adapter" and not m.startswith("crag_shared.adapter.")}
+            if stray:
+                offenders[str(path.relative_to(ROOT))] = sorted(stray)
+    assert offenders == {}
+    for package in ("crag_llamaindex", "crag_haystack"):  # their test support may use the core's test support
+        support = {m for m in imports(ROOT / package / "testing.py") if m.startswith("crag_shared")}
+        assert all(m.startswith(("crag_shared.adapter", "crag_shared.testing")) for m in support), support

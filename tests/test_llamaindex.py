@@ -22,8 +22,8 @@ from crag_llamaindex import (
     WebSearchRetriever,
 )
 from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
-from crag_shared.records import NO_KNOWLEDGE_ANSWER
 
 CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}

@@ -4,8 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared import CorrectionResult, CRAGConfig, WebSearch
-from crag_shared.records import result_metadata
+from crag_shared.adapter import CorrectionResult, CRAGConfig, WebSearch, result_metadata
 
 from ..convert import strip_document, to_passage
 from ..embedding import evaluator_for

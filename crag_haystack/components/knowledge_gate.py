@@ -4,8 +4,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from crag_shared import Action
-from crag_shared.corrector import abstention_for
+from crag_shared.adapter import Action, abstention_for
 
 from ..logs import checked_query, logger
 

@@ -4,7 +4,7 @@ from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared import CRAGConfig, Refinement
+from crag_shared.adapter import CRAGConfig, Refinement
 
 from ..convert import strip_document, to_passage
 from ..embedding import evaluator_for

@@ -5,7 +5,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from crag_shared.records import NO_KNOWLEDGE_ANSWER
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 
 
 @component

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared import Action, ActionPolicy, CRAGConfig, Judgment
+from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment
 
 from ..convert import scored_copy, to_passage
 from ..embedding import evaluator_for

@@ -4,8 +4,7 @@ from typing import Any
 
 from haystack import component, default_to_dict
 
-from crag_shared import QueryRewriter
-from crag_shared.rewrite import PAPER_REWRITE_PROMPT, Rewrite
+from crag_shared.adapter import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite
 
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all

@@ -5,11 +5,15 @@ from typing import Any, Literal
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 
-from crag_shared import ReplaySearch
-from crag_shared.rewrite import Rewrite
-from crag_shared.types import WebSearchResponse
-from crag_shared.web import PageFetcher, SerpAPISearch, WebSearch
-from crag_shared.web.outcome import read_search
+from crag_shared.adapter import (
+    PageFetcher,
+    ReplaySearch,
+    Rewrite,
+    SerpAPISearch,
+    WebSearch,
+    WebSearchResponse,
+    read_search,
+)
 
 from ..convert import passage_document
 from ..lifecycle import Lifecycle

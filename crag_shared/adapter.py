@@ -1,0 +1,125 @@
+"""Everything a framework adapter takes from the core, in one module: the core's types and parts it
+translates to and from, and the helpers that read framework records (LlamaIndex nodes, Haystack
+documents) and write CRAG's metadata onto them, so the two adapters cannot drift apart.
+
+The adapters import from this module only; anything they need from the core is added here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .config import CRAGConfig
+from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
+from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit
+from .evaluators.llm import check_judge_prompt
+from .llm import NoLLMConfigured
+from .policy import ActionPolicy
+from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
+from .trace import Fallback
+from .types import (
+    Action,
+    CorrectionResult,
+    Judgment,
+    Origin,
+    Passage,
+    Refinement,
+    Strip,
+    WebOutcome,
+    WebSearchResponse,
+)
+from .web.base import WebSearch
+from .web.outcome import read_search
+from .web.replay import ReplaySearch
+
+_LAZY_WEB = ("PageFetcher", "SerpAPISearch")
+
+
+def __getattr__(name: str) -> Any:
+    """Network providers load on first use (they import httpx)."""
+    if name in _LAZY_WEB:
+        from . import web
+
+        return getattr(web, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: What an adapter answers when CRAG abstains (no knowledge at all), instead of letting the LLM guess; the
+#: response's CRAG metadata says why.
+NO_KNOWLEDGE_ANSWER = "I could not find reliable information to answer this question."
+
+#: What the LLM is told when CRAG abstains and the user chose to ask it anyway (no context at all).
+NO_CONTEXT_INSTRUCTION = ("No reliable information was found for the question below: the retrieved passages were "
+                          "judged irrelevant and no other source was available. Say that you could not find the "
+                          "answer; do not guess.")
+
+TITLE_KEYS = ("title", "document_title", "file_name", "filename", "name")
+URL_KEYS = ("url", "link", "source_url", "source", "file_path")
+
+
+def passage_from_record(text: str | None, id: str | None, metadata: Mapping[str, Any] | None,
+                        score: float | None = None) -> Passage:
+    """A framework node/document as a Passage: title and URL taken from the usual metadata keys."""
+    metadata = dict(metadata or {})
+    title = next((str(metadata[k]) for k in TITLE_KEYS if metadata.get(k)), None)
+    url = next((str(metadata[k]) for k in URL_KEYS if metadata.get(k)), None)
+    return Passage(text, id=id, title=title, url=url, score=score, metadata=metadata)
+
+
+def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict[str, Any]:
+    """Metadata every adapter adds to a knowledge strip, on top of its source's own metadata: the score,
+    full provenance, the page of a web strip and, when the strip comes from a whole correction, its
+    action and any fallback taken. Internal strips get no title/url here: their source's keys (file_name,
+    file_path, page_label...) travel unchanged."""
+    metadata: dict[str, Any] = {
+        "crag_score": strip.score,
+        "crag_origin": strip.origin.value,
+        "crag_source_id": strip.source_id,
+        "crag_position": strip.position,
+        "crag_start": strip.start,
+        "crag_end": strip.end,
+    }
+    if strip.source_label:  # web strips: their page; internal strips keep their source's own metadata
+        metadata["title"] = strip.title
+        metadata["url"] = strip.url
+        metadata["web_source"] = strip.source_label  # shown to the LLM beside the text
+    if result is None:
+        return metadata
+    metadata["crag_action"] = result.action.value
+    if result.fallbacks:
+        metadata["crag_fallbacks"] = [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks]
+    return metadata
+
+
+def result_metadata(result: CorrectionResult) -> dict[str, Any]:
+    """What adapters expose about one correction: the summary plus the whole trace."""
+    return {**result.summary(), "trace": result.trace.to_dict()}
+
+
+def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
+    """A CRAGConfig from itself or from its dict form (as `to_dict`, `model_dump` and YAML write it)."""
+    if isinstance(value, CRAGConfig):
+        return value
+    if isinstance(value, Mapping):
+        return CRAGConfig.from_dict(value)
+    raise TypeError(f"config must be a CRAGConfig or a dict of its settings, got {type(value).__name__}")
+
+
+def evaluator_spec(evaluator: RetrievalEvaluator) -> str:
+    """The spec an evaluator instance is saved as, so a saved config names the evaluator really used;
+    an evaluator without a spec (a custom class) is saved by class name and cannot be rebuilt alone."""
+    try:
+        return evaluator.spec
+    except NotImplementedError:
+        return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}"
+
+
+__all__ = [
+    "NO_CONTEXT_INSTRUCTION", "NO_KNOWLEDGE_ANSWER", "NO_WEB_SEARCH", "PAPER_REWRITE_PROMPT", "TITLE_KEYS",
+    "URL_KEYS", "Action", "ActionPolicy", "CRAGConfig", "CorrectionResult", "Corrector", "EmbeddingEvaluator",
+    "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
+    "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
+    "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "embedding_unit",
+    "evaluator_spec", "keyword_query", "passage_from_record", "read_search", "result_metadata", "strip_metadata",
+]
