@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from .corrector import Corrector
-from .evaluators import evaluator_from_spec, shared_evaluator
+from .evaluators import EVALUATOR_SPECS, evaluator_from_spec, shared_evaluator
 from .evaluators.base import RetrievalEvaluator
 from .llm import LLM
 from .policy import ActionPolicy
@@ -24,8 +24,8 @@ from .web.base import WebSearch
 class CRAGConfig:
     """The knobs of one CRAG corrector, as plain values.
 
-    `evaluator` is a spec: "lexical", "t5:PATH_OR_ID", "cross-encoder:PATH_OR_ID", "llm" or
-    "llm:per_document" (the LLM judge, using the adapter's LLM). Thresholds: `thresholds_path` (JSON
+    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("lexical", "cross-encoder:PATH_OR_ID",
+    "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM). Thresholds: `thresholds_path` (JSON
     from `crag calibrate`) wins over `upper`/`lower`; a threshold left as None takes the evaluator's
     default. Refinement: `refine_mode` for retrieved passages, `web_refine_mode` for web paragraphs,
     both keeping at most `strip_top_k` strips scoring at least `strip_threshold`. `on_web_failure`: what
@@ -70,7 +70,7 @@ class CRAGConfig:
     def make_evaluator(self, llm: LLM | None = None) -> RetrievalEvaluator:
         """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
         (`shared_evaluator`), so several components naming one model load it once."""
-        if self.evaluator.partition(":")[0].strip().lower() == "llm":
+        if EVALUATOR_SPECS.parse(self.evaluator)[0].name == "llm":
             return evaluator_from_spec(self.evaluator, llm=llm)
         return shared_evaluator(self.evaluator)
 

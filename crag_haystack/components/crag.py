@@ -50,7 +50,8 @@ class CRAG(Lifecycle):
             or any crag_shared provider (`SerpAPISearch`, `ReplaySearch`, ...); searched only for
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
-        :param evaluator: "lexical", "t5:PATH", "cross-encoder:PATH", "onnx:PATH" or "llm".
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
+            "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.

@@ -45,8 +45,9 @@ class RetrievalRouter(Lifecycle):
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop") -> None:
         """
-        :param evaluator: "lexical", "t5:PATH", "cross-encoder:PATH", "onnx:PATH" or "llm" (then
-            `chat_generator` judges). Components naming the same model share one loaded instance.
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
+            "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
+            Components naming the same model share one loaded instance.
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.

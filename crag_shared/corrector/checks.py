@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any
 
-from ..evaluators.base import Evaluation, RetrievalEvaluator, clip
+from ..evaluators.base import Evaluation, RetrievalEvaluator, clip, describe
 from ..types import Passage, Trace, WebResult, WebSearchResponse
 from ..web.base import WebSearch
 from .protocol import Failed
@@ -53,13 +53,6 @@ def checked_response(provider: WebSearch, response: Any) -> WebSearchResponse:
     if not isinstance(response.results, list) or not all(isinstance(r, WebResult) for r in response.results):
         raise TypeError(f"web search provider {name} returned results that are not a list of WebResult")
     return response
-
-
-def describe(evaluator: RetrievalEvaluator) -> str:
-    try:
-        return evaluator.spec
-    except NotImplementedError:
-        return type(evaluator).__name__
 
 
 def query_text(query: Any) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..evaluators.base import RetrievalEvaluator
+from ..evaluators.base import RetrievalEvaluator, describe
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
@@ -46,7 +46,7 @@ from ..types import (
 )
 from ..web.base import WebSearch
 from ..web.outcome import read_search
-from .checks import as_passages, check_query, checked_scores, describe, query_text
+from .checks import as_passages, check_query, checked_scores, query_text
 from .protocol import BothRequest, Failed, ScoreRequest, ScoringState, Walk, WebAnswer, WebRequest
 
 NO_WEB_SEARCH = "no web search configured"

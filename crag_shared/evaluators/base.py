@@ -43,8 +43,11 @@ class RetrievalEvaluator(ABC):
 
     @property
     def spec(self) -> str:
-        """A short string that `evaluator_from_spec` turns back into an equal evaluator."""
-        raise NotImplementedError(f"{type(self).__name__} cannot be described by a spec string")
+        """A short string that `evaluator_from_spec` turns back into an equal evaluator, written by the spec
+        table (`EVALUATOR_SPECS`); NotImplementedError for a class it does not know (your own, a subclass)."""
+        from .spec import EVALUATOR_SPECS
+
+        return EVALUATOR_SPECS.write(self)
 
     def warm_up(self) -> None:
         """Load models; called automatically on first use, and idempotent."""
@@ -84,3 +87,11 @@ def _checked(texts: Sequence[str]) -> list[str]:
 
 def clip(value: float) -> float:
     return max(-1.0, min(1.0, float(value)))
+
+
+def describe(evaluator: RetrievalEvaluator) -> str:
+    """The evaluator's spec, or its class name when no spec describes it (for messages and traces)."""
+    try:
+        return evaluator.spec
+    except NotImplementedError:
+        return type(evaluator).__name__

@@ -28,7 +28,6 @@ class CombinedEvaluator(RetrievalEvaluator):
     `combined:PATH`). A pair's score depends only on its members' scores, so it stays batch-independent.
     """
 
-    spec_prefix = "combined"
 
     def __init__(self, members: Sequence[RetrievalEvaluator], weights: Sequence[float], bias: float, *,
                  thresholds: tuple[float, float] = (0.5, -0.5), path: str | None = None,
@@ -41,12 +40,6 @@ class CombinedEvaluator(RetrievalEvaluator):
         self._thresholds = (float(thresholds[0]), float(thresholds[1]))
         self.path = path
         self.report = dict(report or {})
-
-    @property
-    def spec(self) -> str:
-        if self.path is None:
-            raise NotImplementedError("save() the combination first: its spec is combined:PATH")
-        return f"combined:{self.path}"
 
     def warm_up(self) -> None:
         for member in self.members:

@@ -28,7 +28,6 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
     `*ForSequenceClassification` checkpoints and load here directly.
     """
 
-    spec_prefix = "cross-encoder"
     default_thresholds = (0.5, -0.9)
 
     def __init__(self, model: str, *, score_map: ScoreMap | None = None, **kwargs: Any) -> None:

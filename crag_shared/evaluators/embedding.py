@@ -102,13 +102,6 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.RLock()  # guards loading and the cache
 
-    @property
-    def spec(self) -> str:
-        """`embedding[-sentence|-passage]:PATH`, or `embedding[-sentence|-passage]` for a framework's model,
-        which the adapter rebuilds from its settings."""
-        kind = self.spec_prefix + SPEC_SUFFIX[self.unit]
-        return f"{kind}:{self.model_name}" if self.model_name else kind
-
     def warm_up(self) -> None:
         if self.model_name is not None:
             load_once(self)

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
+from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, describe
 
 INSTALL_HINT = "this evaluator needs torch and transformers: pip install 'crag-shared[torch]'"
 
@@ -70,7 +70,7 @@ def load_once(evaluator: Any) -> None:
             try:
                 evaluator._load()
             except (OSError, ValueError) as error:
-                raise EvaluatorConfigurationError(f"cannot use evaluator {evaluator.spec}: {error}") from error
+                raise EvaluatorConfigurationError(f"cannot use evaluator {describe(evaluator)}: {error}") from error
 
 
 class HFSequenceEvaluator(RetrievalEvaluator):
@@ -79,7 +79,6 @@ class HFSequenceEvaluator(RetrievalEvaluator):
     Subclasses say how a (query, text) pair becomes model input and how logits become scores.
     """
 
-    spec_prefix = "hf"
 
     def __init__(
         self,
@@ -122,10 +121,6 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.RLock()
-
-    @property
-    def spec(self) -> str:
-        return f"{self.spec_prefix}:{self.model_name}"
 
     @property
     def model(self) -> Any:

@@ -45,10 +45,6 @@ class LexicalEvaluator(RetrievalEvaluator):
         self.sentence_weight = sentence_weight
         self.language = language
 
-    @property
-    def spec(self) -> str:
-        return "lexical"
-
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         question = QuestionWords(query)
         return Evaluation([self._score(question, text) for text in texts])

@@ -237,7 +237,6 @@ class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
     sets ONNX Runtime's intra-op threads (default: all cores).
     """
 
-    spec_prefix = "onnx"
 
     def __init__(self, model: str, *, quantize: bool = True, batch_size: int = 1,
                  export_dir: str | Path | None = None, **kwargs: Any) -> None:

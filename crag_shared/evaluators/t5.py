@@ -16,7 +16,6 @@ class T5Evaluator(HFSequenceEvaluator):
     `model` is a local directory or a hub id, loaded with `from_pretrained`.
     """
 
-    spec_prefix = "t5"
     default_thresholds = (0.59, -0.99)
     separator = " [SEP] "
 

@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 from ..corrector import Corrector
 from ..types import CorrectionResult, FailedCorrection, Passage
-from ..web.base import WebSearch
 from .data import json_rows
 
 
@@ -72,21 +71,6 @@ def finished_ids(path: Path) -> set[str]:
     with path.open("r+b") as handle:
         handle.truncate(keep)
     return done
-
-
-def web_search_from_spec(spec: str) -> WebSearch | None:
-    """`--web`: none, replay:PATH (recorded results), serpapi or serper (keys from the environment, read
-    where the corrector runs: in this process, or in each Ray actor)."""
-    from ..web import ReplaySearch, SerpAPISearch, SerperSearch
-
-    kind, _, target = spec.partition(":")
-    if kind == "none" and not target:
-        return None
-    if kind == "replay" and target:
-        return ReplaySearch(target)
-    if kind in ("serpapi", "serper") and not target:
-        return SerpAPISearch() if kind == "serpapi" else SerperSearch()
-    raise ValueError(f"--web {spec}: use none, replay:PATH, serpapi or serper")
 
 
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from typing import Any, TextIO
 
 from ..config import CRAGConfig
 from ..types import Passage
-from .batch import Job, pending_jobs, record_lines, web_search_from_spec, write_all
+from ..web.spec import web_search_from_spec
+from .batch import Job, pending_jobs, record_lines, write_all
 
 INSTALL_HINT = "the Ray engine needs Ray Data: pip install 'crag-shared[ray]'"
 

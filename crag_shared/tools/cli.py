@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..evaluators.spec import EVALUATOR_SPECS
+from ..web.spec import WEB_SPECS
 from .calibrate import MAX_STEPS
 
 
@@ -48,6 +50,9 @@ def _number(kind: Callable[[str], float], minimum: float | None = None, maximum:
 
 POSITIVE_INT = _number(int, minimum=1)
 NON_NEGATIVE = _number(float, minimum=0)
+#: The evaluator specs a command line can build (the LLM judge needs an application's LLM).
+EVALUATOR_HELP = "evaluator spec: " + " | ".join(
+    g.replace("[:", ":").rstrip("]") for g in EVALUATOR_SPECS.grammar() if not g.startswith(("llm", "custom")))
 POSITIVE = _number(float, above=0)
 
 
@@ -209,17 +214,20 @@ def _fit_combination(args: argparse.Namespace) -> int:
 
 
 def _web_spec(spec: str) -> str:
-    """--web, checked before any work: a replay file must be readable (the kind is checked where the
-    provider is built, `web_search_from_spec`)."""
-    kind, _, target = spec.partition(":")
-    if kind == "replay" and target:
+    """--web, checked before any work: a known kind, and a replay file that is readable."""
+    try:
+        kind, target = WEB_SPECS.parse(spec)
+    except ValueError as error:
+        raise UsageError(f"--web: {error}") from None
+    if kind.name == "replay":
         _readable(target, "--web replay:")
     return spec
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..config import CRAGConfig
-    from .batch import run, web_search_from_spec
+    from ..web.spec import web_search_from_spec
+    from .batch import run
 
     _readable(args.data, "--data")
     _writable(args.out, "--out")
@@ -310,11 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch = commands.add_parser("run", help="CRAG over a data set (JSONL in, JSONL out), resumable")
     batch.add_argument("--data", required=True, help="PopQA/CRAG records (question + ctxs) or labelled pairs")
     batch.add_argument("--out", required=True, help="JSONL results; rerunning skips the ids already in it")
-    batch.add_argument("--evaluator", default="lexical", help="an evaluator spec, as for calibrate")
+    batch.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
     batch.add_argument("--upper", type=_number(float, minimum=-1, maximum=1))
     batch.add_argument("--lower", type=_number(float, minimum=-1, maximum=1))
     batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
-    batch.add_argument("--web", default="none", help="none | replay:PATH | serpapi | serper (keys: environment)")
+    batch.add_argument("--web", default="none",
+                       help=f"{' | '.join(WEB_SPECS.grammar())} (keys: environment)")
     batch.add_argument("--batch-size", type=POSITIVE_INT, default=32, help="queries per correct_many call")
     batch.add_argument("--limit", type=POSITIVE_INT, help="stop once this many queries are in --out")
     batch.add_argument("--engine", choices=["local", "ray"], default="local",
@@ -355,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.set_defaults(func=_bench_throughput)
     many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
     many.add_argument("--bench-dir")
-    many.add_argument("--evaluator", default="lexical")
+    many.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
     many.add_argument("--queries", type=POSITIVE_INT, default=100)
     many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
     many.add_argument("--rounds", type=POSITIVE_INT, default=3)
@@ -371,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     many.set_defaults(func=_bench_batch)
     recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
     recall.add_argument("--bench-dir")
-    recall.add_argument("--evaluator", action="append", help="evaluator spec (repeatable); default lexical")
+    recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
     recall.add_argument("--queries", type=POSITIVE_INT, default=100)
     recall.set_defaults(func=_bench_recall)
     abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
@@ -385,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
                                         "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
     accuracy.add_argument("--bench-dir")
-    accuracy.add_argument("--evaluator", action="append", help="evaluator spec (repeatable); default lexical")
+    accuracy.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
     accuracy.add_argument("--thresholds", help="thresholds JSON from crag calibrate")
     accuracy.add_argument("--kfold", type=_number(int, minimum=0), default=0,
                           help="also train and test k folds by question")
@@ -397,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
     cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
-    cal.add_argument("--evaluator", default="lexical", help="lexical | t5:PATH | cross-encoder:PATH | onnx:PATH")
+    cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
     cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     cal.add_argument("--steps", type=_number(int, minimum=2, maximum=MAX_STEPS), default=201,

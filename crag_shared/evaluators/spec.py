@@ -1,0 +1,146 @@
+"""Evaluator specs: the one table that reads a spec ("lexical", "cross-encoder:PATH", "llm:per_document"...)
+into an evaluator and writes an evaluator back as its spec. The CLI, `CRAGConfig`, the adapters and
+serialized components all come here; error messages and help texts show the table's grammar.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..llm import LLM
+from ..specs import Kind, SpecTable
+from .base import RetrievalEvaluator
+from .combined import CombinedEvaluator
+from .cross_encoder import CrossEncoderEvaluator
+from .embedding import SPEC_SUFFIX, EmbeddingEvaluator
+from .lexical import LexicalEvaluator
+from .llm import LLMEvaluator
+from .onnx import OnnxCrossEncoderEvaluator
+from .onnx_embedding import OnnxEmbeddingEvaluator
+from .t5 import T5Evaluator
+
+#: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
+#: cosine (unit "matched"), fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
+#: `CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]).save("mine.json")`.
+SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
+
+
+def _model(name: str, cls: type[Any], aliases: tuple[str, ...] = ()) -> Kind[RetrievalEvaluator]:
+    """A model evaluator named by a checkpoint: a local path (which must exist) or a hub id."""
+    def build(target: str, **kwargs: Any) -> RetrievalEvaluator:
+        _must_exist(f"{name}:{target}", target)
+        return cls(target, **kwargs)
+
+    return Kind(name, "required", build, cls, lambda e: e.model_name, aliases=aliases, placeholder="PATH_OR_ID")
+
+
+def _embedding(cls: type[EmbeddingEvaluator], unit: str) -> Kind[RetrievalEvaluator]:
+    """An embedding evaluator of one unit; without a path (torch backend only) it names the framework's
+    embedding model, which the adapters build."""
+    name = cls.spec_prefix + SPEC_SUFFIX[unit]
+
+    def build(target: str, **kwargs: Any) -> RetrievalEvaluator:
+        if not target:
+            raise ValueError(f"evaluator {name!r} without a path uses the framework's embedding model: the "
+                             "adapters build it (LlamaIndex Settings.embed_model, Haystack embedders); here "
+                             f"pass '{name}:PATH'")
+        _must_exist(f"{name}:{target}", target)
+        return cls(target, unit=unit, **kwargs)
+
+    return Kind(name, "optional" if cls is EmbeddingEvaluator else "required", build, cls,
+                lambda e: e.model_name or "", placeholder="PATH_OR_ID", accepts=lambda e: e.unit == unit)
+
+
+def _combination(target: str, **kwargs: Any) -> CombinedEvaluator:
+    shipped = SHIPPED_COMBINATIONS / f"{target}.json"
+    if "/" in target or not shipped.is_file():
+        _must_exist(f"combined:{target}", target)
+        return CombinedEvaluator.load(target, **kwargs)
+    combination = CombinedEvaluator.load(shipped, **kwargs)
+    combination.path = target  # its spec stays `combined:NAME`, wherever crag is installed
+    return combination
+
+
+def _combination_path(evaluator: CombinedEvaluator) -> str:
+    if evaluator.path is None:
+        raise NotImplementedError("save() the combination first: its spec is combined:PATH")
+    return evaluator.path
+
+
+def _custom(target: str, **kwargs: Any) -> RetrievalEvaluator:
+    raise ValueError(f"evaluator 'custom:{target}' is an evaluator class of your own: a spec cannot rebuild it; "
+                     "pass the instance itself (evaluator=...)")
+
+
+def _judge(target: str, *, llm: LLM | None = None, **kwargs: Any) -> LLMEvaluator:
+    if llm is None:
+        raise ValueError(f"evaluator 'llm{':' + target if target else ''}' needs an LLM: pass llm=... (a chat "
+                         "generator in Haystack; the LLM of your LlamaIndex app)")
+    if target not in ("", "batched", "per_document"):
+        raise ValueError(f"evaluator 'llm:{target}': the mode is 'batched' (the default) or 'per_document'")
+    return LLMEvaluator(llm, mode=target or "batched", **kwargs)  # type: ignore[arg-type]
+
+
+EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
+    Kind("lexical", "none", lambda target, **kwargs: LexicalEvaluator(**kwargs), LexicalEvaluator, lambda e: ""),
+    _model("t5", T5Evaluator),
+    _model("cross-encoder", CrossEncoderEvaluator, aliases=("cross_encoder", "ce")),
+    _model("onnx", OnnxCrossEncoderEvaluator),
+    *(_embedding(EmbeddingEvaluator, unit) for unit in SPEC_SUFFIX),
+    *(_embedding(OnnxEmbeddingEvaluator, unit) for unit in SPEC_SUFFIX),
+    Kind("combined", "required", _combination, CombinedEvaluator, _combination_path, placeholder="FILE_OR_NAME"),
+    Kind("llm", "optional", _judge, LLMEvaluator, lambda e: "" if e.mode == "batched" else e.mode,
+         placeholder="per_document"),
+    Kind("custom", "required", _custom, placeholder="MODULE.CLASS"),  # written by adapters for your own class
+])
+
+
+def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> RetrievalEvaluator:
+    """Build an evaluator from its spec (`EVALUATOR_SPECS.grammar()`): 'lexical', 't5:PATH_OR_ID',
+    'cross-encoder:PATH_OR_ID', 'onnx:PATH_OR_ID', 'embedding[-sentence|-passage]:PATH_OR_ID' (bi-encoder
+    cosine: of the 2 sentences that best match the question's words, of every sentence, of the whole
+    passage), 'onnx-embedding[-sentence|-passage]:PATH_OR_ID', 'combined:FILE_OR_NAME' or 'llm[:per_document]'
+    (the LLM judge, which needs `llm`). `kwargs` go to the evaluator's constructor.
+
+    A target that is a path (absolute, relative with ./ or ../, or under ~) must exist: a typo fails
+    here, not at the first query; anything else is taken as a hub id."""
+    kind, target = EVALUATOR_SPECS.parse(spec)
+    if kind.name == "llm":
+        return kind.build(target, llm=llm, **kwargs)
+    return kind.build(target, **kwargs)
+
+
+def embedding_unit(spec: str) -> str | None:
+    """For the specs that name the framework's own embedding model ("embedding", "embedding-sentence",
+    "embedding-passage"), the unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""
+    name = spec.strip().lower()
+    for unit, suffix in SPEC_SUFFIX.items():
+        if name == EmbeddingEvaluator.spec_prefix + suffix:
+            return unit
+    return None
+
+
+_SHARED: dict[str, RetrievalEvaluator] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_evaluator(spec: str) -> RetrievalEvaluator:
+    """One evaluator per spec in this process: every component or corrector naming the same model
+    shares one instance, so the model is loaded once (also after a pipeline is loaded from YAML).
+    Evaluators score without per-call state, so sharing is safe; LLM judges are never shared."""
+    with _SHARED_LOCK:
+        evaluator = _SHARED.get(spec)
+        if evaluator is None:
+            evaluator = _SHARED[spec] = evaluator_from_spec(spec)
+        return evaluator
+
+
+def _must_exist(spec: str, target: str) -> None:
+    if _looks_local(target) and not Path(target).expanduser().exists():
+        raise ValueError(f"evaluator spec {spec!r}: no such file or directory {target!r}")
+
+
+def _looks_local(target: str) -> bool:
+    return target.startswith(("/", "./", "../", "~", ".\\")) or Path(target).is_absolute() or target.count("/") > 1

@@ -1,0 +1,44 @@
+"""Web search specs ("none", "replay:PATH", "serpapi", "serper"): read and written by one table, as
+evaluator specs are. `crag run --web` and the Ray actors build their provider here; keys come from the
+environment where the provider is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..specs import Kind, SpecTable
+from .base import WebSearch
+from .replay import ReplaySearch
+
+
+def _replay(target: str) -> ReplaySearch:
+    return ReplaySearch(target)
+
+
+def _serpapi(target: str) -> WebSearch:
+    from .serpapi import SerpAPISearch
+
+    return SerpAPISearch()
+
+
+def _serper(target: str) -> WebSearch:
+    from .serper import SerperSearch
+
+    return SerperSearch()
+
+
+def _none(target: str) -> None:
+    return None
+
+
+WEB_SPECS: SpecTable[Any] = SpecTable("web search", [
+    Kind("none", "none", _none),
+    Kind("replay", "required", _replay, ReplaySearch, lambda search: str(search.path)),
+    Kind("serpapi", "none", _serpapi),  # read only: a provider's own settings are more than its spec says
+    Kind("serper", "none", _serper),
+])
+
+
+def web_search_from_spec(spec: str) -> WebSearch | None:
+    """The provider a spec names (None for "none"); a key missing from the environment fails here."""
+    return WEB_SPECS.build(spec)
