@@ -38,7 +38,7 @@ def test_lexical_llm_judge_and_combination_round_trip(scripted_llm, tmp_path):
         assert evaluator_spec(judge) == spec  # what a saved adapter config records
     combination = CombinedEvaluator([LexicalEvaluator()], [2.0], -1.0, thresholds=(0.2, -0.6))
     with pytest.raises(NotImplementedError, match="save"):
-        combination.spec
+        _ = combination.spec
     combination.save(tmp_path / "c.json")
     loaded = evaluator_from_spec(combination.spec)
     assert same(loaded, combination) and loaded.thresholds == (0.2, -0.6)
@@ -51,14 +51,14 @@ def test_what_no_spec_can_say_is_refused_loudly(scripted_llm):
         pass
 
     with pytest.raises(NotImplementedError, match="Tuned cannot be described"):
-        Tuned().spec
+        _ = Tuned().spec
     recorded = evaluator_spec(Tuned())
     assert recorded.startswith("custom:") and recorded.endswith("Tuned")
     with pytest.raises(ValueError, match="pass the instance itself"):
         evaluator_from_spec(recorded)
     with pytest.raises(ValueError, match="needs an LLM"):
         evaluator_from_spec("llm")
-    with pytest.raises(ValueError, match="'batched' .* or 'per_document'"):
+    with pytest.raises(ValueError, match=r"'batched' .* or 'per_document'"):
         evaluator_from_spec("llm:sometimes", llm=scripted_llm())
     with pytest.raises(ValueError, match="lexical takes no target"):
         evaluator_from_spec("lexical:x")
