@@ -32,10 +32,10 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
                         no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER) -> Pipeline:
     """A CRAG pipeline whose graph shows the paper's three actions as branches.
 
-    Every decision is the core's: the evaluator component is `Corrector.judge`, the refiners are
+    Every decision is the core's: the `retrieval_router` component is `Corrector.judge`, the refiners are
     `Corrector.refine`, all with one evaluator instance, so a question gets the same action, scores and
     knowledge as through `Corrector.correct` or the `CRAG` component.
-    - `retriever` (its input `query`) → `evaluator` (RetrievalRouter) routes the documents:
+    - `retriever` (its input `query`) → `retrieval_router` (RetrievalRouter) routes the documents:
       `correct` → `correct_refiner` and `ambiguous` → `ambiguous_refiner` (the documents scoring
       ≥ lower; one input has one sender, as every Haystack 2.x allows); `web_query`
       (Incorrect/Ambiguous only) → `rewriter` → `web_search` → `web_refiner`. Incorrect documents are
@@ -49,11 +49,11 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
       knowledge (Incorrect without web knowledge, nothing passing the strip threshold), the gate's
       `abstention` goes to `no_answer` (NoAnswerReply, answering `no_knowledge_answer`) and the generator
       is never called. An empty query (with a retriever that accepts one) is not judged: no branch runs,
-      and `evaluator.abstention` says so.
-    Run it with `pipeline.run({"query": question})`: the flat input reaches the retriever, the evaluator,
+      and `retrieval_router.abstention` says so.
+    Run it with `pipeline.run({"query": question})`: the flat input reaches the retriever, the router,
     the refiners and the prompt. The result holds `generator.replies` (or, on abstention,
-    `no_answer.replies`, whose `meta["crag_abstention"]` says why), `evaluator.action`,
-    `evaluator.scores` and, when the web was used, `web_search.links`.
+    `no_answer.replies`, whose `meta["crag_abstention"]` says why), `retrieval_router.action`,
+    `retrieval_router.scores` and, when the web was used, `web_search.links`.
     """
     def refiner(origin: str, threshold: float = strip_threshold) -> KnowledgeRefiner:
         return KnowledgeRefiner(evaluator=evaluator, refine_mode=refine_mode if origin == "internal" else "selection",
@@ -65,10 +65,9 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
         raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
     pipeline = Pipeline()
     pipeline.add_component("retriever", retriever)
-    pipeline.add_component("evaluator", RetrievalRouter(evaluator=evaluator, upper=upper, lower=lower,
-                                                           thresholds_path=thresholds_path, score_titles=score_titles,
-                                                           chat_generator=judge_generator,
-                                                           on_web_failure=on_web_failure))
+    router = RetrievalRouter(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
+                             score_titles=score_titles, chat_generator=judge_generator, on_web_failure=on_web_failure)
+    pipeline.add_component("retrieval_router", router)
     pipeline.add_component("correct_refiner", refiner("internal"))
     pipeline.add_component("ambiguous_refiner", refiner("internal"))
     pipeline.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
@@ -77,9 +76,9 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
                                                                required_variables=["query", "documents"]))
     pipeline.add_component("generator", generator)
     pipeline.add_component("no_answer", NoAnswerReply(answer=no_knowledge_answer))
-    pipeline.connect("retriever.documents", "evaluator.documents")
-    pipeline.connect("evaluator.correct", "correct_refiner.documents")
-    pipeline.connect("evaluator.ambiguous", "ambiguous_refiner.documents")
+    pipeline.connect("retriever.documents", "retrieval_router.documents")
+    pipeline.connect("retrieval_router.correct", "correct_refiner.documents")
+    pipeline.connect("retrieval_router.ambiguous", "ambiguous_refiner.documents")
     pipeline.connect("correct_refiner.documents", "joiner.documents")
     pipeline.connect("ambiguous_refiner.documents", "joiner.documents")
     if keep:
@@ -89,18 +88,18 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
         pipeline.add_component("rewriter", SearchQueryRewriter(chat_generator=rewriter_generator))
         pipeline.add_component("web_search", web_search)
         pipeline.add_component("web_refiner", refiner("web"))
-        pipeline.connect("evaluator.web_query", "rewriter.query")
+        pipeline.connect("retrieval_router.web_query", "rewriter.query")
         pipeline.connect("rewriter.search_query", "web_search.query")
         pipeline.connect("web_search.documents", "web_refiner.documents")
         pipeline.connect("web_refiner.documents", "joiner.documents")
         pipeline.connect("web_search.issues", "gate.web_issues")
         if keep:
-            pipeline.connect("evaluator.incorrect", "web_search.fallback_documents")
+            pipeline.connect("retrieval_router.incorrect", "web_search.fallback_documents")
             pipeline.connect("web_search.fallback", "fallback_refiner.documents")
     elif keep:
-        pipeline.connect("evaluator.incorrect", "fallback_refiner.documents")
+        pipeline.connect("retrieval_router.incorrect", "fallback_refiner.documents")
     else:  # no documents: it lets the gate run, and abstain
-        pipeline.connect("evaluator.incorrect", "joiner.documents")
+        pipeline.connect("retrieval_router.incorrect", "joiner.documents")
     pipeline.connect("joiner.documents", "gate.documents")
     pipeline.connect("gate.documents", "prompt_builder.documents")
     pipeline.connect("gate.abstention", "no_answer.abstention")

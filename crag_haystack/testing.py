@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from crag_shared.testing import hashing_vector
+from crag_shared.testing import hashing_vector, keyword_reply
 
 LABEL = "[offline stand-in generator]"
 
@@ -32,10 +32,9 @@ class ExtractiveChatGenerator:
 
     def _reply(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        if "Extract at most three keywords" in prompt:
-            from crag_shared.adapter import keyword_query
-
-            return "query: " + keyword_query(prompt.rsplit("question:", 1)[-1].split("\n")[0])
+        rewrite = keyword_reply(prompt)
+        if rewrite is not None:
+            return rewrite
         knowledge = re.findall(r"^- (.+)$", prompt, re.M)
         return f"{self.label} {knowledge[0] if knowledge else 'I do not know.'}"
 

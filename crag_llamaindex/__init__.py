@@ -8,14 +8,14 @@
 """
 
 from .embedding import embedding_evaluator
-from .events import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
+from .instrumentation import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
 from .llm import LlamaIndexLLM
 from .pack import CRAGPack
 from .postprocessor import CRAGPostprocessor
 from .query_engine import CRAGQueryEngine
 from .retriever import WebSearchRetriever
-from .workflow import CRAGWorkflow, JudgedEvent, KnowledgeEvent, RefineEvent, RetrievedEvent, WebSearchEvent
+from .workflow import CRAGWorkflow, JudgedEvent, KnowledgeEvent, RefineEvent, RetrievedEvent, SearchNeededEvent
 
 __all__ = ["CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor", "CRAGQueryEngine",
            "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent", "KnowledgeEvent", "LlamaIndexLLM", "RefineEvent",
-           "RetrievedEvent", "WebSearchEvent", "WebSearchRetriever", "embedding_evaluator"]
+           "RetrievedEvent", "SearchNeededEvent", "WebSearchRetriever", "embedding_evaluator"]

@@ -29,7 +29,7 @@ from crag_shared.adapter import (
 
 from .convert import knowledge_nodes, to_passage
 from .embedding import embedding_evaluator
-from .events import aemit, emit
+from .instrumentation import aemit, emit
 from .llm import LlamaIndexLLM
 
 

@@ -10,7 +10,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from crag_shared.adapter import CRAGConfig, RetrievalEvaluator, WebSearch
 
 from .convert import knowledge_nodes
-from .events import aemit, emit
+from .instrumentation import aemit, emit
 from .llm import LlamaIndexLLM
 
 

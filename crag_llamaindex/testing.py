@@ -14,7 +14,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared.testing import hashing_vector
+from crag_shared.testing import hashing_vector, keyword_reply
 
 
 class HashingEmbedding(BaseEmbedding):
@@ -67,10 +67,9 @@ class RuleLLM(CustomLLM):
         self.prompts.append(prompt)
         if self._rule is not None:
             return self._rule(prompt)
-        if "Extract at most three keywords" in prompt:
-            from crag_shared.adapter import keyword_query
-
-            return "query: " + keyword_query(prompt.rsplit("question:", 1)[-1].split("\n")[0])
+        rewrite = keyword_reply(prompt)
+        if rewrite is not None:
+            return rewrite
         return f"{self.label} {first_context_line(prompt)}".strip()
 
     @llm_completion_callback()

@@ -36,7 +36,7 @@ class JudgedEvent(Event):
     judgment: Judgment
 
 
-class WebSearchEvent(Event):
+class SearchNeededEvent(Event):
     """Incorrect or Ambiguous: the question goes to the web."""
 
     query: str
@@ -107,13 +107,13 @@ class CRAGWorkflow(Workflow):
         return _streamed(ctx, JudgedEvent(query=ev.query, nodes=ev.nodes, judgment=judgment))
 
     @step
-    async def decide(self, ctx: Context, ev: JudgedEvent) -> RefineEvent | WebSearchEvent:
+    async def decide(self, ctx: Context, ev: JudgedEvent) -> RefineEvent | SearchNeededEvent:
         if ev.judgment.action in (Action.CORRECT, Action.UNJUDGED):
             return _streamed(ctx, RefineEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
-        return _streamed(ctx, WebSearchEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
+        return _streamed(ctx, SearchNeededEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
 
     @step
-    async def web_search(self, ctx: Context, ev: WebSearchEvent) -> RefineEvent:
+    async def web_search(self, ctx: Context, ev: SearchNeededEvent) -> RefineEvent:
         web = await self.crag.corrector.asearch(ev.query)
         return _streamed(ctx, RefineEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment, web=web))
 

@@ -38,7 +38,7 @@ from .types import (
     WebResult,
     WebSearchResponse,
 )
-from .web import InMemoryWebSearch, ReplaySearch, WebPage, WebSearch, WebSearchError
+from .web import InMemorySearch, ReplaySearch, WebPage, WebSearch, WebSearchError
 
 __version__ = "0.1.0"
 
@@ -67,7 +67,7 @@ __all__ = [
     "EvaluatorConfigurationError",
     "FailedCorrection",
     "FunctionLLM",
-    "InMemoryWebSearch",
+    "InMemorySearch",
     "Judgment",
     "LLMEvaluator",
     "LexicalEvaluator",

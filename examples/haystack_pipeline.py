@@ -46,8 +46,8 @@ def main() -> None:
     print(f"Generator: {name}\n")
     for question in [*QUESTIONS, "Who painted the Zorblax Quux?"]:  # the last: no corpus passage, no web page
         result = pipeline.run({"query": question}, include_outputs_from={"joiner", "web_search"})
-        print(f"Q: {question}\n  action: {result['evaluator']['action']}  "
-              f"scores: {[round(s, 2) for s in result['evaluator']['scores']]}")
+        print(f"Q: {question}\n  action: {result['retrieval_router']['action']}  "
+              f"scores: {[round(s, 2) for s in result['retrieval_router']['scores']]}")
         if "web_search" in result:
             print(f"  web links: {result['web_search']['links']}  issues: {result['web_search']['issues']}")
         if "no_answer" in result:  # CRAG abstained: the generator was not asked

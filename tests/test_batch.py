@@ -7,7 +7,7 @@ import pytest
 from crag_shared import (
     CrossEncoderEvaluator,
     FailedCorrection,
-    InMemoryWebSearch,
+    InMemorySearch,
     LexicalEvaluator,
     ReplaySearch,
 )
@@ -59,7 +59,7 @@ def test_model_scores_are_the_same_across_queries(tiny_bert):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_one_failing_query_never_loses_the_others(mode):
-    corrector = CRAGConfig(upper=0.95, lower=0.9).build(web_search=InMemoryWebSearch([]))
+    corrector = CRAGConfig(upper=0.95, lower=0.9).build(web_search=InMemorySearch([]))
     batch = [(None, ["x"]), *items()[:3], (42, ["y"])]
     many = corrector.correct_many(batch) if mode == "sync" else asyncio.run(corrector.acorrect_many(batch))
     assert isinstance(many[0], FailedCorrection) and "string" in many[0].error

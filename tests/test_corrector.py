@@ -7,7 +7,7 @@ from crag_shared import (
     Action,
     ActionPolicy,
     Corrector,
-    InMemoryWebSearch,
+    InMemorySearch,
     LexicalEvaluator,
     LLMEvaluator,
     Origin,
@@ -71,7 +71,7 @@ def mode(request):
 
 def test_correct_refines_internal_passages_with_provenance(mode):
     passages = [Passage(ABOUT, id="n1", title="Henry Feilden", url="https://wiki/hf"), Passage(OFF, id="n2")]
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     result = run(Corrector(web_search=web), QUERY, passages, mode)
     assert result.action is Action.CORRECT
     assert web.queries == []  # Correct never touches the web
@@ -84,7 +84,7 @@ def test_correct_refines_internal_passages_with_provenance(mode):
 
 
 def test_incorrect_searches_the_web_and_drops_internal(mode):
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     result = run(Corrector(web_search=web), QUERY, [OFF, "Bananas are yellow."], mode)
     assert result.action is Action.INCORRECT
     assert web.queries == ["Henry Feilden, occupation"] and result.rewritten_query == "Henry Feilden, occupation"
@@ -97,7 +97,7 @@ def test_incorrect_searches_the_web_and_drops_internal(mode):
 
 
 def test_ambiguous_combines_internal_then_web(mode):
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})), web_search=web,
                           refiner=StripRefiner("selection"))
     result = run(corrector, QUERY, [NAMESAKE, OFF], mode)
@@ -110,7 +110,7 @@ def test_ambiguous_combines_internal_then_web(mode):
 
 
 def test_trace_records_every_step(mode):
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     result = run(Corrector(web_search=web), QUERY, [NAMESAKE, ""], mode)
     steps = [s.label() for s in result.trace.steps]
     for expected in ("skip_passage", "input", "evaluate", "decide", "rewrite", "web_search", "refine_web", "result"):
@@ -218,7 +218,7 @@ def test_ambiguous_with_no_strip_passing_and_no_web_abstains(mode):
 
 @pytest.mark.parametrize("query", ["", "   \n"])
 def test_an_empty_query_is_unjudged_never_correct(query, mode):
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     result = run(Corrector(web_search=web, on_web_failure="keep"), query, [ABOUT, OFF], mode)
     assert result.action is Action.UNJUDGED and result.knowledge == [] and result.scores == []
     assert result.abstention.code == "empty_query" and web.queries == []  # nothing judged, nothing searched
@@ -237,7 +237,7 @@ def test_a_query_that_is_not_a_string_raises_naming_it(query, mode):
 def test_no_passage_with_text_searches_the_web_or_abstains(mode):
     result = run(Corrector(), QUERY, ["", None, "  "], mode)
     assert result.action is Action.INCORRECT and result.abstention.code == "incorrect"
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     searched = run(Corrector(web_search=web), QUERY, ["", None], mode)
     assert web.queries and searched.external and not searched.abstained
 
@@ -282,7 +282,7 @@ def test_failing_evaluator_without_fallback_raises(scripted_llm):
 
 
 def test_llm_rewriter_failure_is_traced(scripted_llm, mode):
-    web = InMemoryWebSearch(PAGES)
+    web = InMemorySearch(PAGES)
     corrector = Corrector(web_search=web, rewriter=QueryRewriter(scripted_llm(fail=RuntimeError("quota"))))
     result = run(corrector, QUERY, [OFF], mode)
     assert result.rewritten_query == "Henry Feilden, occupation"
@@ -301,7 +301,7 @@ def test_snippets_are_used_when_no_page_has_text(mode):
 async def test_ambiguous_refines_internal_while_searching():
     web_started = asyncio.Event()
 
-    class SlowWeb(InMemoryWebSearch):
+    class SlowWeb(InMemorySearch):
         async def asearch(self, query, top_k=5):
             web_started.set()
             await asyncio.sleep(0.05)
@@ -321,7 +321,7 @@ async def test_ambiguous_refines_internal_while_searching():
 
 
 async def test_sync_correct_works_inside_a_running_event_loop():
-    result = Corrector(web_search=InMemoryWebSearch(PAGES)).correct(QUERY, [OFF])
+    result = Corrector(web_search=InMemorySearch(PAGES)).correct(QUERY, [OFF])
     assert result.action is Action.INCORRECT and result.external
 
 
@@ -329,7 +329,7 @@ async def test_sync_correct_works_inside_a_running_event_loop():
 @pytest.mark.parametrize("query", ["", "   \n\t"])
 def test_an_empty_question_cannot_be_searched_or_refined_against(query):
     with pytest.raises(ValueError, match="query must be a non-empty string"):
-        Corrector(web_search=InMemoryWebSearch(PAGES)).search(query)
+        Corrector(web_search=InMemorySearch(PAGES)).search(query)
     with pytest.raises(ValueError, match="query must be a non-empty string"):
         Corrector().refine(query, [ABOUT])
 
@@ -344,7 +344,7 @@ def test_non_string_query_and_passages_are_type_errors():
 
 
 def test_empty_passage_list_takes_the_incorrect_path(mode):
-    result = run(Corrector(web_search=InMemoryWebSearch(PAGES)), QUERY, [], mode)
+    result = run(Corrector(web_search=InMemorySearch(PAGES)), QUERY, [], mode)
     assert result.action is Action.INCORRECT and result.scores == [] and result.external
 
 
@@ -376,7 +376,7 @@ def test_bad_corrector_config():
 
 
 def test_judge_only_scores_and_decides(mode):
-    corrector = Corrector(web_search=InMemoryWebSearch(PAGES))
+    corrector = Corrector(web_search=InMemorySearch(PAGES))
     judged = corrector.judge(QUERY, [OFF, ABOUT, ""]) if mode == "sync" else asyncio.run(
         corrector.ajudge(QUERY, [OFF, ABOUT, ""]))
     full = corrector.correct(QUERY, [OFF, ABOUT, ""])
@@ -401,7 +401,7 @@ def test_refine_only_internal_and_web(mode):
 @pytest.mark.parametrize("on_web_failure,web", [("keep", True), ("keep", False), ("drop", False)])
 def test_correct_is_exactly_judge_then_search_then_finish(mode, passages, action, on_web_failure, web):
     policy = ActionPolicy(0.9, -0.5) if action is Action.AMBIGUOUS else None
-    corrector = Corrector(policy=policy, web_search=InMemoryWebSearch(PAGES) if web else None,
+    corrector = Corrector(policy=policy, web_search=InMemorySearch(PAGES) if web else None,
                           on_web_failure=on_web_failure)
     if mode == "sync":
         judgment = corrector.judge(QUERY, passages)
@@ -421,6 +421,6 @@ def test_correct_is_exactly_judge_then_search_then_finish(mode, passages, action
 
 def test_search_slice_says_why_there_is_no_web_knowledge():
     assert Corrector().search(QUERY) is None
-    outcome = Corrector(web_search=InMemoryWebSearch(PAGES)).search("zzzz qqqq")
+    outcome = Corrector(web_search=InMemorySearch(PAGES)).search("zzzz qqqq")
     assert outcome.passages == [] and outcome.failure == "web search returned no results"
     assert outcome.query == "zzzz qqqq" and outcome.method == "keywords"

@@ -174,7 +174,7 @@ def test_pipeline_branches_sync_and_async(store, recorded, question):
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=recorded)
     result = pipeline.run({"query": question}, include_outputs_from={"joiner"})
-    assert result["evaluator"]["action"] == EXPECTED[question]
+    assert result["retrieval_router"]["action"] == EXPECTED[question]
     knowledge = result["joiner"]["documents"]
     origins = {d.meta["crag_origin"] for d in knowledge}
     assert origins == {"correct": {"internal"}, "ambiguous": {"internal", "web"}, "incorrect": {"web"}}[
@@ -196,7 +196,7 @@ def test_pipeline_web_failure_is_visible_and_abstains_or_keeps_documents(store, 
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web,
                                    on_web_failure=on_web_failure)
     result = pipeline.run({"query": INCORRECT_Q}, include_outputs_from={"joiner", "web_search"})
-    assert result["evaluator"]["action"] == "incorrect"
+    assert result["retrieval_router"]["action"] == "incorrect"
     assert "SerpAPI HTTP 429" in result["web_search"]["issues"][0]
     if on_web_failure == "drop":  # the paper: the generator is never asked; the reply says why
         assert generator.prompts == [] and not result.get("joiner", {}).get("documents") and "generator" not in result
@@ -220,7 +220,8 @@ def test_pipeline_without_web_abstains_on_incorrect_without_calling_the_generato
         else:
             results[question] = asyncio.run(pipeline.run_async({"query": question}))
     incorrect = results[INCORRECT_Q]
-    assert incorrect["evaluator"]["action"] == "incorrect" and "irrelevant" in incorrect["evaluator"]["abstention"]
+    router = incorrect["retrieval_router"]
+    assert router["action"] == "incorrect" and "irrelevant" in router["abstention"]
     assert incorrect["no_answer"]["replies"][0].text == "Sorry, I don't know." and "generator" not in incorrect
     assert len(generator.prompts) == 2  # the Correct and the Ambiguous question only
     assert not any("Mongolia" in p for p in generator.prompts)
@@ -268,7 +269,8 @@ def test_yaml_round_trip_still_runs(store, recorded):
     assert "crag_haystack.components.retrieval_router.RetrievalRouter" in yaml
     loaded = Pipeline.loads(yaml)
     result = loaded.run({"query": INCORRECT_Q})
-    assert result["evaluator"]["action"] == "incorrect" and "Ulaanbaatar" in result["generator"]["replies"][0].text
+    assert result["retrieval_router"]["action"] == "incorrect"
+    assert "Ulaanbaatar" in result["generator"]["replies"][0].text
 
 
 @pytest.mark.skipif(not HAYSTACK_3, reason="the deserialization allowlist is new in Haystack 3")
@@ -299,15 +301,15 @@ def test_conditional_router_on_the_evaluator_action(store):
     ]
     pipeline = Pipeline()
     pipeline.add_component("retriever", InMemoryBM25Retriever(store, top_k=3))
-    pipeline.add_component("evaluator", RetrievalRouter())
+    pipeline.add_component("retrieval_router", RetrievalRouter())
     pipeline.add_component("router", ConditionalRouter(routes=routes, unsafe=True))  # Documents out, on 2.20 too
-    pipeline.connect("retriever.documents", "evaluator.documents")
+    pipeline.connect("retriever.documents", "retrieval_router.documents")
     pipeline.connect("retriever.documents", "router.documents")
-    pipeline.connect("evaluator.action", "router.action")
-    trusted = pipeline.run({"retriever": {"query": CORRECT_Q}, "evaluator": {"query": CORRECT_Q},
+    pipeline.connect("retrieval_router.action", "router.action")
+    trusted = pipeline.run({"retriever": {"query": CORRECT_Q}, "retrieval_router": {"query": CORRECT_Q},
                             "router": {"query": CORRECT_Q}})
     assert trusted["router"]["trusted"][0].id == "golden-gate"
-    web = pipeline.run({"retriever": {"query": INCORRECT_Q}, "evaluator": {"query": INCORRECT_Q},
+    web = pipeline.run({"retriever": {"query": INCORRECT_Q}, "retrieval_router": {"query": INCORRECT_Q},
                         "router": {"query": INCORRECT_Q}})
     assert web["router"] == {"needs_web": INCORRECT_Q}
 
@@ -399,7 +401,7 @@ def test_an_empty_query_is_unjudged_never_correct(recorded, query, caplog):
     generator = ExtractiveChatGenerator()
     pipeline = build_crag_pipeline(FixedRetriever({query: documents}), generator)
     result = pipeline.run({"query": query})
-    assert result["evaluator"]["action"] == "unjudged" and "empty" in result["evaluator"]["abstention"]
+    assert result["retrieval_router"]["action"] == "unjudged" and "empty" in result["retrieval_router"]["abstention"]
     assert "generator" not in result and generator.prompts == []
     # the refiner and the web search do not label anything: like Haystack's rankers they pass through
     assert KnowledgeRefiner().run(query=query, documents=documents)["documents"] == documents

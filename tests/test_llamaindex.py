@@ -24,6 +24,7 @@ from crag_llamaindex import (
 from crag_llamaindex.testing import HashingEmbedding, RuleLLM
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
+from crag_shared.testing import keyword_reply
 
 CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 EXPECTED = {CORRECT_Q: "correct", AMBIGUOUS_Q: "ambiguous", INCORRECT_Q: "incorrect"}
@@ -167,7 +168,7 @@ def test_web_failure_abstains_and_says_why_in_response_metadata(index, llm, fake
     assert crag["fallbacks"][-1]["step"] == "web_search" and "SerpAPI HTTP 500" in crag["fallbacks"][-1]["reason"]
     assert crag["abstained"] and "SerpAPI HTTP 500" in crag["abstention"]["reason"]
     assert str(response) == NO_KNOWLEDGE_ANSWER and response.source_nodes == []
-    assert all("Extract at most three keywords" in p for p in llm.prompts)  # the rewrite only: never to answer
+    assert all(keyword_reply(p) is not None for p in llm.prompts)  # the rewrite only: never to answer
     assert any(isinstance(e, CRAGFallbackEvent) for e in events)
     keeping = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=serpapi_search(),
                                          on_web_failure="keep").query(INCORRECT_Q)
@@ -254,7 +255,7 @@ def test_llm_judge_and_rewriter_use_the_llamaindex_llm(index, web):
         if "one line per document" in prompt:
             count = prompt.count("\nDocument ")
             return "\n".join(f"{i}: {'yes' if i == 1 else 'no'}" for i in range(1, count + 1))
-        if "Extract at most three keywords" in prompt:
+        if keyword_reply(prompt) is not None:
             return "query: Golden Gate Bridge, opening"
         return "answer"
 

@@ -163,8 +163,8 @@ async def _run_workflow(workflow, query):
 
 @pytest.mark.parametrize("question,action,path", [
     (CORRECT_Q, "correct", ["RetrievedEvent", "JudgedEvent", "RefineEvent", "KnowledgeEvent"]),
-    (AMBIGUOUS_Q, "ambiguous", ["RetrievedEvent", "JudgedEvent", "WebSearchEvent", "RefineEvent", "KnowledgeEvent"]),
-    (INCORRECT_Q, "incorrect", ["RetrievedEvent", "JudgedEvent", "WebSearchEvent", "RefineEvent",
+    (AMBIGUOUS_Q, "ambiguous", ["RetrievedEvent", "JudgedEvent", "SearchNeededEvent", "RefineEvent", "KnowledgeEvent"]),
+    (INCORRECT_Q, "incorrect", ["RetrievedEvent", "JudgedEvent", "SearchNeededEvent", "RefineEvent",
                                 "KnowledgeEvent"]),
 ])
 def test_workflow_takes_each_actions_path_and_matches_the_postprocessor(demo_index, question, action, path):

@@ -14,7 +14,7 @@ from crag_shared import (
     OnnxCrossEncoderEvaluator,
     evaluator_from_spec,
 )
-from crag_shared.evaluators.onnx import MANIFEST, SESSION_DISABLED_OPTIMIZERS, default_export_dir, export_onnx
+from crag_shared.evaluators.onnx_export import MANIFEST, SESSION_DISABLED_OPTIMIZERS, default_export_dir, export_onnx
 from crag_shared.tools.cli import main
 
 pytest.importorskip("onnxruntime")

@@ -65,14 +65,14 @@ def test_four_entry_points_agree(store, question, settings):
     pipeline_settings = {k: v for k, v in settings.items()}
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=ReplayWebSearch(str(recorded_web_path())), **pipeline_settings)
-    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "evaluator"})
+    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "retrieval_router"})
 
     nodes = [NodeWithScore(node=TextNode(text=d.content, id_=d.id, metadata=dict(d.meta)), score=d.score)
              for d in retrieved]
     strips, li = CRAGPostprocessor(web_search=replay, **settings).correct(nodes, QueryBundle(question))
 
-    assert core.action.value == component["action"] == ran["evaluator"]["action"] == li.action.value
-    assert core.scores == component["scores"] == ran["evaluator"]["scores"] == li.scores
+    assert core.action.value == component["action"] == ran["retrieval_router"]["action"] == li.action.value
+    assert core.scores == component["scores"] == ran["retrieval_router"]["scores"] == li.scores
     expected = knowledge_of_strips(core.knowledge)
     assert knowledge_of_documents(component.get("documents", [])) == expected
     assert knowledge_of_documents(ran.get("joiner", {}).get("documents", [])) == expected
@@ -120,8 +120,8 @@ def test_a_model_evaluator_judges_web_strips_in_the_pipeline_too(store, tiny_ber
         question, [d.content for d in retrieved])
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=ReplayWebSearch(str(recorded_web_path())), **settings)
-    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "evaluator"})
-    assert core.external and ran["evaluator"]["scores"] == core.scores
+    ran = pipeline.run({"query": question}, include_outputs_from={"joiner", "retrieval_router"})
+    assert core.external and ran["retrieval_router"]["scores"] == core.scores
     assert knowledge_of_documents(ran["joiner"]["documents"]) == knowledge_of_strips(core.knowledge)
 
 
@@ -130,7 +130,7 @@ def test_a_pipeline_loads_its_model_once(store, tiny_bert):
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=ReplayWebSearch(str(recorded_web_path())), evaluator=spec,
                                    on_web_failure="keep")
-    names = ("evaluator", "correct_refiner", "ambiguous_refiner", "web_refiner", "fallback_refiner")
+    names = ("retrieval_router", "correct_refiner", "ambiguous_refiner", "web_refiner", "fallback_refiner")
     evaluators = {id(pipeline.get_component(n)._corrector.evaluator) for n in names}
     assert len(evaluators) == 1
     reloaded = type(pipeline).loads(pipeline.dumps())

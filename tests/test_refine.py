@@ -99,9 +99,9 @@ def test_precompiled_patterns_split_exactly_like_sentence_splitter(bench_dir):
     import regex
     import sentence_splitter
 
-    from crag_shared.refine import _sentence_splitter
+    from crag_shared.sentences import splitter_for
 
-    fast = _sentence_splitter("en")
+    fast = splitter_for("en")
     assert type(fast).__module__ == "crag_shared._sentence_splitter"  # our private, compiled-pattern copy
     assert sentence_splitter.regex is regex  # the library everyone else imports is untouched
     texts = ["Dr. Smith met Mr. J. R. R. Tolkien in the U.S.A. on No. 5 Baker St. in 1925. He left. 'Why?' "

@@ -13,11 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ..refine import sentence_spans
+from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
-from .cross_encoder import mean_pooled
 from .hf import load_once, pick_device, require_torch
 from .lexical import QuestionWords
+from .pooling import mean_pooled
 
 #: texts -> one embedding per text (a framework's embedding model, or our HF encoder)
 Embed = Callable[[list[str]], list[list[float]]]

@@ -6,7 +6,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from ..refine import sentence_spans
+from ..sentences import sentence_spans
 from ..text import STOPWORDS, fold, words
 from .base import Evaluation, RetrievalEvaluator
 

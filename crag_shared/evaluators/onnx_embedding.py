@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .embedding import EmbeddingEvaluator
-from .onnx import encodings, exported, open_export, read_config, run_padded
+from .onnx import encodings, open_export, read_config, run_padded
+from .onnx_export import exported
 
 
 class OnnxEmbeddingEvaluator(EmbeddingEvaluator):

@@ -9,7 +9,8 @@ from .fakes import (
     build_t5_evaluator,
     build_tokenizer,
     hashing_vector,
+    keyword_reply,
 )
 
 __all__ = ["SEARCH_FAULTS", "FakePage", "FakeWeb", "build_bert_evaluator", "build_t5_evaluator", "build_tokenizer",
-           "hashing_vector"]
+           "hashing_vector", "keyword_reply"]

@@ -105,6 +105,18 @@ def build_bert_evaluator(path: str | Path, texts: Iterable[str], *, hidden: int 
 
 
 # -- a loopback web: SerpAPI-shaped search plus pages, with switchable faults --------------------------
+def keyword_reply(prompt: str) -> str | None:
+    """What a stand-in LLM answers to a keyword-rewrite prompt, i.e. one in the few-shot format of the paper's
+    (ending "question: ...\nquery:", whatever its instructions say): "query: " and the offline keywords of
+    the question. None for any other prompt."""
+    _, marker, tail = prompt.rstrip().rpartition("\nquestion:")
+    if not marker or not tail.rstrip().endswith("query:"):
+        return None
+    from ..rewrite import keyword_query
+
+    return "query: " + keyword_query(tail.rstrip()[: -len("query:")].strip())
+
+
 SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty", "trickle", "list", "redirect_loop",
                  "bad_entries")
 

@@ -250,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _export_onnx(args: argparse.Namespace) -> int:
-    from ..evaluators.onnx import export_onnx
+    from ..evaluators.onnx_export import export_onnx
 
     _needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
     _needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..evaluators.cross_encoder import pair_inputs, pooled_logits
 from ..evaluators.hf import pick_device, require_torch
+from ..evaluators.pooling import pair_inputs, pooled_logits
 from ..evaluators.t5 import t5_inputs
 from .data import Pair, auroc
 

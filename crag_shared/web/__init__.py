@@ -8,13 +8,13 @@ from importlib import import_module
 from typing import Any
 
 from .base import WebSearch, WebSearchError, split_paragraphs, titled_paragraphs
-from .memory import InMemoryWebSearch, WebPage
+from .memory import InMemorySearch, WebPage
 from .replay import ReplaySearch
 
 _LAZY = {"SerpAPISearch": ".serpapi", "SerperSearch": ".serper", "PageFetcher": ".fetch", "FetchedPage": ".fetch",
-         "FetchingWebSearch": ".search_engine", "prefer_wikipedia": ".search_engine"}
+         "FetchingSearch": ".search_engine", "prefer_wikipedia": ".search_engine"}
 
-__all__ = ["FetchedPage", "FetchingWebSearch", "InMemoryWebSearch", "PageFetcher", "ReplaySearch",
+__all__ = ["FetchedPage", "FetchingSearch", "InMemorySearch", "PageFetcher", "ReplaySearch",
            "SerpAPISearch", "SerperSearch", "WebPage", "WebSearch", "WebSearchError", "prefer_wikipedia",
            "split_paragraphs", "titled_paragraphs"]
 

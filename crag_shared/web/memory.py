@@ -18,7 +18,7 @@ class WebPage:
     snippet: str = ""
 
 
-class InMemoryWebSearch:
+class InMemorySearch:
     """Serves `pages` for any query, ranked by lexical match of the query against title and text.
 
     Pages with no query word at all are never returned, so an unrelated query gets zero results, the way

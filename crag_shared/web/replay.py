@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..types import WebSearchResponse
 from .base import check_search
-from .memory import InMemoryWebSearch, WebPage
+from .memory import InMemorySearch, WebPage
 
 
 def _key(query: str) -> str:
@@ -39,7 +39,7 @@ class ReplaySearch:
                     raise ValueError(f"{self.path}:{number}: not a replay record ({error})") from error
                 self._recorded[_key(record["query"])] = results
                 pages.update((p.url, p) for p in results)
-        self._all = InMemoryWebSearch(pages.values())
+        self._all = InMemorySearch(pages.values())
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
@@ -48,7 +48,7 @@ class ReplaySearch:
         recorded = self._recorded.get(_key(query))
         if recorded is None:
             return self._all.search(query, top_k)
-        return InMemoryWebSearch(recorded).ordered(query, top_k)
+        return InMemorySearch(recorded).ordered(query, top_k)
 
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
         return self.search(query, top_k)

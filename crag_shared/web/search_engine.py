@@ -45,7 +45,7 @@ def _text(value: Any) -> str:
     return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
 
 
-class FetchingWebSearch(ABC):
+class FetchingSearch(ABC):
     """A search engine whose top results' pages are fetched and split into title-prefixed paragraphs.
 
     Subclasses implement `organic_results(query)` (blocking; it runs in a worker thread) or the async

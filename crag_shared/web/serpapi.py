@@ -9,13 +9,13 @@ from typing import Any, Literal
 from .base import WebSearchError
 from .fetch import PageFetcher
 from .keys import ApiKey, redact_client_logs
-from .search_engine import FetchingWebSearch
+from .search_engine import FetchingSearch
 
 NO_RESULTS = "hasn't returned any results"
 MAX_ANSWER_BYTES = 10_000_000
 
 
-class SerpAPISearch(FetchingWebSearch):
+class SerpAPISearch(FetchingSearch):
     """Web search for CRAG over SerpAPI (serpapi.com), with page fetching and paragraph extraction.
 
     - The key comes from `api_key` or the `SERPAPI_API_KEY` environment variable; without one,
@@ -25,7 +25,7 @@ class SerpAPISearch(FetchingWebSearch):
     - `engine`, `num_results`, `hl`, `gl`, `location` and `params` pass through to SerpAPI;
       `base_url` points the client at another host (a proxy, or a test server).
     - `timeout` bounds the whole search call, also against an endpoint that answers a byte at a time.
-    - Wikipedia preference, page fetching and extraction: see `FetchingWebSearch`.
+    - Wikipedia preference, page fetching and extraction: see `FetchingSearch`.
     Search failures (bad key, 429, 5xx, timeout, redirect loops, malformed answers, an `"error"` in a 200
     answer) raise `WebSearchError`; "no results" is an empty answer, not an error.
     """

@@ -9,12 +9,12 @@ import httpx
 from .base import WebSearchError
 from .fetch import PageFetcher, run_sync
 from .keys import ApiKey
-from .search_engine import FetchingWebSearch
+from .search_engine import FetchingSearch
 
 SERPER_URL = "https://google.serper.dev"
 
 
-class SerperSearch(FetchingWebSearch):
+class SerperSearch(FetchingSearch):
     """Web search over serper.dev: key from `api_key` or `SERPER_API_KEY` (required at construction).
 
     Same Wikipedia preference, page fetching, deadline and failure contract as `SerpAPISearch`; an

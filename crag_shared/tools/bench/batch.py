@@ -14,7 +14,7 @@ from typing import TextIO
 from ...config import CRAGConfig
 from ...corrector import Corrector
 from ...evaluators import evaluator_from_spec
-from ...refine import sentence_spans
+from ...sentences import sentence_spans
 from ...testing import FakeWeb
 from ..batch import run as run_locally
 from .recall import load as load_recorded

@@ -22,7 +22,7 @@ from ...evaluators.llm import LLMEvaluator
 from ...evaluators.onnx import OnnxCrossEncoderEvaluator
 from ...evaluators.t5 import T5Evaluator
 from ...llm import FunctionLLM
-from ...refine import sentence_spans
+from ...sentences import sentence_spans
 from ...trace import Refined
 
 
