@@ -1,0 +1,216 @@
+"""The `crag` command line: every subcommand's arguments (the handlers are in `cli.py`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..evaluators.spec import EVALUATOR_SPECS
+from ..web.spec import WEB_SPECS
+from .calibrate import MAX_STEPS
+
+
+class UsageError(Exception):
+    """A mistake in how crag was called; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _number(kind: Callable[[str], float], minimum: float | None = None, maximum: float | None = None,
+            above: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number within bounds."""
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}"
+                                             ) from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum) or \
+                (above is not None and value <= above):
+            bounds = [f">= {minimum:g}" if minimum is not None else "", f"> {above:g}" if above is not None else "",
+                      f"<= {maximum:g}" if maximum is not None else ""]
+            raise argparse.ArgumentTypeError(f"{text} must be {' and '.join(b for b in bounds if b)}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _number(int, minimum=1)
+NON_NEGATIVE = _number(float, minimum=0)
+#: The evaluator specs a command line can build (the LLM judge needs an application's LLM).
+EVALUATOR_HELP = "evaluator spec: " + " | ".join(
+    g.replace("[:", ":").rstrip("]") for g in EVALUATOR_SPECS.grammar() if not g.startswith(("llm", "custom")))
+POSITIVE = _number(float, above=0)
+
+
+def _add_titles(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--titles", action="store_true",
+                        help="read passages as 'title: text', as the Corrector scores them with score_titles=True")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `crag`: `args.command` (and `args.bench` for `crag bench`) name the subcommand."""
+    parser = _Parser(prog="crag", description="Corrective RAG tools")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _demo_command(commands)
+    _train_evaluator_command(commands)
+    _export_onnx_command(commands)
+    _run_command(commands)
+    _fit_combination_command(commands)
+    _bench_command(commands)
+    _calibrate_command(commands)
+    return parser
+
+
+def _demo_command(commands: Any) -> None:
+    commands.add_parser("demo", help="run CRAG offline on a tiny corpus, showing all three actions")
+
+
+def _train_evaluator_command(commands: Any) -> None:
+    train = commands.add_parser("train-evaluator", help="fine-tune a T5 or BERT-style evaluator on labelled pairs")
+    train.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
+    train.add_argument("--base-model", required=True, help="local directory or hub id to start from")
+    train.add_argument("--out", required=True, help="where to save_pretrained the best model")
+    train.add_argument("--kind", choices=["bert", "t5"], default="bert")
+    train.add_argument("--pooling", choices=["pair", "mean", "cls"], default="pair", help="BERT-style head input")
+    train.add_argument("--validation", type=_number(float, minimum=0, maximum=0.9), default=0.15,
+                       help="share of queries held out (no split column)")
+    train.add_argument("--split", help="train only on pairs whose split column has this value (e.g. train); "
+                                       "validation is then held out from them by query, keeping the rest unseen")
+    train.add_argument("--validation-data", help="a separate JSONL file to validate on instead")
+    train.add_argument("--epochs", type=POSITIVE, default=1.0)
+    train.add_argument("--max-steps", type=POSITIVE_INT)
+    train.add_argument("--batch-size", type=POSITIVE_INT, default=16)
+    train.add_argument("--lr", type=POSITIVE, default=5e-5)
+    train.add_argument("--head-lr", type=POSITIVE, default=1e-3)
+    train.add_argument("--max-length", type=_number(int, minimum=8, maximum=4096), default=256)
+    train.add_argument("--eval-every", type=POSITIVE_INT, default=100)
+    train.add_argument("--eval-limit", type=POSITIVE_INT, default=1000)
+    train.add_argument("--patience", type=POSITIVE_INT, default=4)
+    train.add_argument("--listwise", type=NON_NEGATIVE, default=0.0,
+                       help="weight of a per-question softmax ranking loss added to the MSE "
+                            "(batches then hold whole questions)")
+    train.add_argument("--temperature", type=POSITIVE, default=0.3, help="softmax temperature of --listwise")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--threads", type=POSITIVE_INT)
+    train.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
+                       help="auto: CUDA, else MPS, else CPU; bf16 autocast on CUDA")
+    _add_titles(train)
+
+
+def _export_onnx_command(commands: Any) -> None:
+    export = commands.add_parser("export-onnx", help="export a cross-encoder (or an encoder) for ONNX Runtime "
+                                                     "(fused, int8)")
+    export.add_argument("model", help="checkpoint directory or hub id (any CrossEncoderEvaluator model, or with "
+                                      "--embedding any EmbeddingEvaluator encoder)")
+    export.add_argument("out", help="directory to write; loading it needs onnxruntime, not torch")
+    export.add_argument("--float", action="store_true", help="keep float32 weights instead of int8")
+    export.add_argument("--embedding", action="store_true",
+                        help="export a sentence encoder for OnnxEmbeddingEvaluator (mean-pooled embedding)")
+
+
+def _run_command(commands: Any) -> None:
+    batch = commands.add_parser("run", help="CRAG over a data set (JSONL in, JSONL out), resumable")
+    batch.add_argument("--data", required=True, help="PopQA/CRAG records (question + ctxs) or labelled pairs")
+    batch.add_argument("--out", required=True, help="JSONL results; rerunning skips the ids already in it")
+    batch.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    batch.add_argument("--upper", type=_number(float, minimum=-1, maximum=1))
+    batch.add_argument("--lower", type=_number(float, minimum=-1, maximum=1))
+    batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
+    batch.add_argument("--web", default="none",
+                       help=f"{' | '.join(WEB_SPECS.grammar())} (keys: environment)")
+    batch.add_argument("--batch-size", type=POSITIVE_INT, default=32, help="queries per correct_many call")
+    batch.add_argument("--limit", type=POSITIVE_INT, help="stop once this many queries are in --out")
+    batch.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="local: this process; ray: Ray Data on a local cluster, or the one in RAY_ADDRESS")
+    batch.add_argument("--actors", type=POSITIVE_INT, default=1,
+                       help="--engine ray: evaluator actors (each loads the evaluator once)")
+    batch.add_argument("--num-gpus", type=NON_NEGATIVE, default=0.0,
+                       help="--engine ray: GPUs per actor (fractions share a GPU)")
+    _add_titles(batch)
+
+
+def _fit_combination_command(commands: Any) -> None:
+    fit = commands.add_parser("fit-combination", help="fit a combination of evaluators on labelled pairs")
+    fit.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
+    fit.add_argument("--member", action="append", required=True,
+                     help="an evaluator spec to combine (repeat): lexical, embedding:PATH, cross-encoder:PATH...")
+    fit.add_argument("--split", help="only pairs whose split column has this value (fit on train, report on eval)")
+    fit.add_argument("--l2", type=NON_NEGATIVE, default=1e-3, help="L2 penalty of the logistic regression")
+    fit.add_argument("--out", default="combined.json")
+    _add_titles(fit)
+
+
+def _bench_command(commands: Any) -> None:
+    bench = commands.add_parser("bench", help="benchmarks (figures measured within one run)")
+    benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
+    web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
+    web.add_argument("--pages", type=_number(int, minimum=1, maximum=50), default=5)
+    web.add_argument("--delay", type=_number(float, minimum=0, maximum=10), default=0.3,
+                     help="server delay per page, seconds (t)")
+    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
+    throughput = benches.add_parser("throughput", help="evaluator pairs/s vs the official code's way; latency")
+    throughput.add_argument("--bench-dir")
+    throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
+    throughput.add_argument("--baseline-queries", type=POSITIVE_INT, default=6)
+    throughput.add_argument("--rounds", type=POSITIVE_INT, default=3, help="interleaved rounds; the best is reported")
+    throughput.add_argument("--device", default="cpu",
+                            help="cpu: the CPU table (torch, int8, ONNX); cuda, cuda:N, mps or auto: the GPU rows "
+                                 "(paper-style, crag defaults, bf16 first and warm pass)")
+    many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
+    many.add_argument("--bench-dir")
+    many.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    many.add_argument("--queries", type=POSITIVE_INT, default=100)
+    many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
+    many.add_argument("--rounds", type=POSITIVE_INT, default=3)
+    many.add_argument("--engines", action="store_true",
+                      help="also time `crag run`'s local engine against --engine ray (needs crag-shared[ray])")
+    many.add_argument("--copies", type=POSITIVE_INT, default=1,
+                      help="--engines: run the queries this many times over, under new ids")
+    many.add_argument("--web-delay", type=NON_NEGATIVE, metavar="SECONDS",
+                      help="serve the recorded PopQA web knowledge on loopback, the search and each page "
+                           "answering after SECONDS, to the queries that search (default: no web)")
+    many.add_argument("--upper", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
+    many.add_argument("--lower", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
+    recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
+    recall.add_argument("--bench-dir")
+    recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
+    recall.add_argument("--queries", type=POSITIVE_INT, default=100)
+    abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
+                                 "adapter entry point, out of corpus and in corpus, default settings")
+    abstain.add_argument("--bench-dir")
+    abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
+    abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
+                         help="out of corpus: question i gets the passages of question i+SHIFT")
+    accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
+    accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
+                                        "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
+    accuracy.add_argument("--bench-dir")
+    accuracy.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
+    accuracy.add_argument("--thresholds", help="thresholds JSON from crag calibrate")
+    accuracy.add_argument("--kfold", type=_number(int, minimum=0), default=0,
+                          help="also train and test k folds by question")
+    accuracy.add_argument("--base-model", help="model to train from in --kfold")
+    accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
+    accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
+    _add_titles(accuracy)
+
+
+def _calibrate_command(commands: Any) -> None:
+    cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
+    cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
+    cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
+    cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
+    cal.add_argument("--steps", type=_number(int, minimum=2, maximum=MAX_STEPS), default=201,
+                     help="grid points over [-1, 1]")
+    cal.add_argument("--out", default="thresholds.json")
+    cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
+    _add_titles(cal)
