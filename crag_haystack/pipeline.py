@@ -71,11 +71,7 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
     pipeline.add_component("correct_refiner", refiner("internal"))
     pipeline.add_component("ambiguous_refiner", refiner("internal"))
     pipeline.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
-    pipeline.add_component("gate", KnowledgeGate())
-    pipeline.add_component("prompt_builder", ChatPromptBuilder(template=template or DEFAULT_TEMPLATE,
-                                                               required_variables=["query", "documents"]))
-    pipeline.add_component("generator", generator)
-    pipeline.add_component("no_answer", NoAnswerReply(answer=no_knowledge_answer))
+    _add_answer(pipeline, generator, template or DEFAULT_TEMPLATE, no_knowledge_answer)
     pipeline.connect("retriever.documents", "retrieval_router.documents")
     pipeline.connect("retrieval_router.correct", "correct_refiner.documents")
     pipeline.connect("retrieval_router.ambiguous", "ambiguous_refiner.documents")
@@ -85,23 +81,40 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
         pipeline.add_component("fallback_refiner", refiner("internal", threshold=-1.0))
         pipeline.connect("fallback_refiner.documents", "joiner.documents")
     if web_search is not None:
-        pipeline.add_component("rewriter", SearchQueryRewriter(chat_generator=rewriter_generator))
-        pipeline.add_component("web_search", web_search)
-        pipeline.add_component("web_refiner", refiner("web"))
-        pipeline.connect("retrieval_router.web_query", "rewriter.query")
-        pipeline.connect("rewriter.search_query", "web_search.query")
-        pipeline.connect("web_search.documents", "web_refiner.documents")
-        pipeline.connect("web_refiner.documents", "joiner.documents")
-        pipeline.connect("web_search.issues", "gate.web_issues")
-        if keep:
-            pipeline.connect("retrieval_router.incorrect", "web_search.fallback_documents")
-            pipeline.connect("web_search.fallback", "fallback_refiner.documents")
+        _add_web_branch(pipeline, web_search, SearchQueryRewriter(chat_generator=rewriter_generator),
+                        refiner("web"), keep)
     elif keep:
         pipeline.connect("retrieval_router.incorrect", "fallback_refiner.documents")
     else:  # no documents: it lets the gate run, and abstain
         pipeline.connect("retrieval_router.incorrect", "joiner.documents")
+    return pipeline
+
+
+def _add_answer(pipeline: Pipeline, generator: Any, template: list[ChatMessage], no_knowledge_answer: str) -> None:
+    """joiner → gate → prompt_builder → generator, or, without knowledge, gate → no_answer."""
+    pipeline.add_component("gate", KnowledgeGate())
+    pipeline.add_component("prompt_builder", ChatPromptBuilder(template=template,
+                                                               required_variables=["query", "documents"]))
+    pipeline.add_component("generator", generator)
+    pipeline.add_component("no_answer", NoAnswerReply(answer=no_knowledge_answer))
     pipeline.connect("joiner.documents", "gate.documents")
     pipeline.connect("gate.documents", "prompt_builder.documents")
     pipeline.connect("gate.abstention", "no_answer.abstention")
     pipeline.connect("prompt_builder.prompt", "generator.messages")
-    return pipeline
+
+
+def _add_web_branch(pipeline: Pipeline, web_search: Any, rewriter: SearchQueryRewriter, refiner: KnowledgeRefiner,
+                    keep: bool) -> None:
+    """web_query → rewriter → web_search → web_refiner → joiner; the search's issues tell the gate why there
+    is no web knowledge; with `keep`, the Incorrect documents are the search's fallback."""
+    pipeline.add_component("rewriter", rewriter)
+    pipeline.add_component("web_search", web_search)
+    pipeline.add_component("web_refiner", refiner)
+    pipeline.connect("retrieval_router.web_query", "rewriter.query")
+    pipeline.connect("rewriter.search_query", "web_search.query")
+    pipeline.connect("web_search.documents", "web_refiner.documents")
+    pipeline.connect("web_refiner.documents", "joiner.documents")
+    pipeline.connect("web_search.issues", "gate.web_issues")
+    if keep:
+        pipeline.connect("retrieval_router.incorrect", "web_search.fallback_documents")
+        pipeline.connect("web_search.fallback", "fallback_refiner.documents")

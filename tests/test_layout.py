@@ -65,3 +65,23 @@ def test_the_adapters_reach_the_core_through_its_adapter_module_only():
     for package in ("crag_llamaindex", "crag_haystack"):  # their test support may use the core's test support
         support = {m for m in imports(ROOT / package / "testing.py") if m.startswith("crag_shared")}
         assert all(m.startswith(("crag_shared.adapter", "crag_shared.testing")) for m in support), support
+
+
+def test_modules_and_functions_stay_small():
+    """No module over 400 lines; no function over 60 lines of code (its docstring not counted)."""
+    large = {}
+    for package in ("crag_shared", "crag_llamaindex", "crag_haystack"):
+        for path in (ROOT / package).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            name = str(path.relative_to(ROOT))
+            if len(text.splitlines()) > 400:
+                large[name] = len(text.splitlines())
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    body = node.body
+                    doc = body[0] if body and isinstance(body[0], ast.Expr) and isinstance(
+                        getattr(body[0], "value", None), ast.Constant) else None
+                    lines = node.end_lineno - node.lineno + 1 - ((doc.end_lineno - doc.lineno + 1) if doc else 0)
+                    if lines > 60:
+                        large[f"{name}:{node.name}"] = lines
+    assert large == {}

@@ -171,7 +171,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     """Fine-tune, validate every `eval_every` steps (AUROC on up to `eval_limit` validation pairs),
     stop after `patience` evaluations without improvement, and save the best model with `save_pretrained`
     (plus `training_report.json`) to `config.out`."""
-    torch, transformers = require_torch()
+    torch, _ = require_torch()
     from tqdm.auto import tqdm
 
     if not train:
@@ -197,43 +197,21 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     groups = list(grouped.values())
     steps_per_epoch = -(-len(train_items) // config.batch_size)
     total = config.max_steps or max(1, int(steps_per_epoch * config.epochs))
-    head_ids = {id(p) for p in model.head.parameters()}
-    optimizer = torch.optim.AdamW([
-        {"params": [p for p in model.model.parameters() if id(p) not in head_ids], "lr": config.lr},
-        {"params": list(model.head.parameters()), "lr": config.head_lr},
-    ], weight_decay=0.01)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(total * config.warmup), total)
+    optimizer, schedule = _optimizer(model, config, total)
 
     report, best_state, bad_evals, step, started = TrainReport(), None, 0, 0, time.perf_counter()
     losses: list[float] = []
     bar = tqdm(total=total, desc="training", disable=not progress)
     while step < total and not report.stopped_early:
         for batch in _length_grouped(groups, lengths, config.batch_size, rng):
-            model.model.train()
-            features = model.batch([train_items[i] for i in batch])
-            target = torch.tensor([targets[i] for i in batch], device=model.device)
-            with model.autocast():
-                logits = model.logits(features).float()
-            loss = torch.nn.functional.mse_loss(logits, target)
-            if config.listwise:
-                loss = loss + config.listwise * listwise_loss(logits, [targets[i] for i in batch],
-                                                              [queries[i] for i in batch], config.temperature)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            losses.append(_train_step(model, config, [train_items[i] for i in batch], [targets[i] for i in batch],
+                                      [queries[i] for i in batch], optimizer, schedule))
             step += 1
-            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
             if step % config.eval_every == 0 or step == total:
-                value = auroc(score_pairs(model, held_items), held_labels) if held else float("nan")
-                entry = {"step": step, "loss": sum(losses[-config.eval_every:]) / len(losses[-config.eval_every:]),
-                         "val_auroc": value, "seconds": time.perf_counter() - started}
-                report.history.append(entry)
-                log(f"step {step}/{total}: loss {entry['loss']:.4f}, validation AUROC {value:.4f}, "
-                    f"{entry['seconds']:.0f} s")
+                value = _validate(model, held_items, held_labels, report, step, total,
+                                  sum(losses[-config.eval_every:]) / len(losses[-config.eval_every:]), started, log)
                 if not held or math.isnan(report.best_auroc) or value > report.best_auroc:
                     report.best_auroc, report.best_step, bad_evals = value, step, 0
                     best_state = {k: v.detach().clone() for k, v in model.model.state_dict().items()}
@@ -248,9 +226,54 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     if best_state is not None:
         model.model.load_state_dict(best_state)
     report.steps, report.seconds = step, time.perf_counter() - started
+    _save(model, config, report)
+    return report
+
+
+def _validate(model: _Model, items: list[Any], labels: list[bool], report: TrainReport, step: int, total: int,
+              loss: float, started: float, log: Callable[[str], None]) -> float:
+    """Validation AUROC at this step (nan without validation pairs), recorded and logged."""
+    value = auroc(score_pairs(model, items), labels) if items else float("nan")
+    entry = {"step": step, "loss": loss, "val_auroc": value, "seconds": time.perf_counter() - started}
+    report.history.append(entry)
+    log(f"step {step}/{total}: loss {loss:.4f}, validation AUROC {value:.4f}, {entry['seconds']:.0f} s")
+    return value
+
+
+def _optimizer(model: _Model, config: TrainConfig, total: int) -> tuple[Any, Any]:
+    """AdamW with the head at its own learning rate, and a linear schedule with warm-up."""
+    torch, transformers = require_torch()
+    head_ids = {id(p) for p in model.head.parameters()}
+    optimizer = torch.optim.AdamW([
+        {"params": [p for p in model.model.parameters() if id(p) not in head_ids], "lr": config.lr},
+        {"params": list(model.head.parameters()), "lr": config.head_lr},
+    ], weight_decay=0.01)
+    return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, int(total * config.warmup), total)
+
+
+def _train_step(model: _Model, config: TrainConfig, items: list[Any], targets: list[float], queries: list[Any],
+                optimizer: Any, schedule: Any) -> float:
+    """One optimizer step on one batch: MSE to the ±1 targets, plus the listwise loss if asked; the loss."""
+    torch, _ = require_torch()
+    model.model.train()
+    features = model.batch(items)
+    target = torch.tensor(targets, device=model.device)
+    with model.autocast():
+        logits = model.logits(features).float()
+    loss = torch.nn.functional.mse_loss(logits, target)
+    if config.listwise:
+        loss = loss + config.listwise * listwise_loss(logits, targets, queries, config.temperature)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+    return float(loss.item())
+
+
+def _save(model: _Model, config: TrainConfig, report: TrainReport) -> None:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     model.model.save_pretrained(str(out))
     model.tokenizer.save_pretrained(str(out))
     (out / "training_report.json").write_text(json.dumps({"config": asdict(config), **report.to_dict()}, indent=2))
-    return report
