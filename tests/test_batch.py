@@ -122,6 +122,7 @@ def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     assert figures["same"] == 1.0 and figures["speedup"] > 0 and "same decisions: True" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_bench_batch_searches_the_recorded_web_concurrently(bench_dir, capsys):
     from crag_shared.tools.cli import main
 

@@ -1,4 +1,4 @@
-"""Issue-6 guarantees: each passage and strip reaches the model once per query; the benchmarks run."""
+"""Each passage and strip reaches the model once per query; the benchmarks run on tiny data."""
 
 import io
 

@@ -41,7 +41,7 @@ def test_lexical_pair_auroc_on_popqa(bench_dir):
     pairs = load_pairs(bench_dir / "popqa_ctxs.jsonl")
     ev = LexicalEvaluator()
     scores = [ev.score(p.query, [p.passage])[0] for p in pairs]
-    assert auroc(scores, [p.relevant for p in pairs]) >= 0.85  # issue 7's goal; plain word overlap: 0.83
+    assert auroc(scores, [p.relevant for p in pairs]) >= 0.85  # plain word overlap: 0.83
 
 
 def test_lexical_score_does_not_depend_on_the_batch():

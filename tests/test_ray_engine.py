@@ -11,6 +11,7 @@ from crag_shared.tools.batch import run
 from crag_shared.tools.cli import main
 
 pytest.importorskip("ray.data")
+pytestmark = pytest.mark.slow  # starts a local Ray cluster
 
 
 def _comparable(value):

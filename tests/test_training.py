@@ -1,4 +1,4 @@
-"""Issue-7 tools: Eq. 2 calibration, evaluator training, accuracy benchmark."""
+"""Tools for your own data: Eq. 2 calibration, evaluator training, the accuracy benchmark."""
 
 import io
 import json

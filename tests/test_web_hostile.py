@@ -1,5 +1,5 @@
 """Hostile input to the web layer, on loopback servers only: rebinding, address forms, bombs, bad links,
-starving pages, slow or malformed search answers. Each test fails on the code before the hardening."""
+starving pages, slow or malformed search answers."""
 
 import asyncio
 import gzip
