@@ -56,7 +56,7 @@ def _private_sentence_splitter_module() -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.regex = _CompiledRegex(module.regex)
+    module.__dict__["regex"] = _CompiledRegex(module.__dict__["regex"])
     return module
 
 

@@ -233,12 +233,13 @@ class Corrector(Walks):
                 raise
             except Exception as error:
                 return Failed(error)
+        search = self._searcher()
         rewrite = self.rewriter.rewrite(request.question)
         try:
-            response = self.web_search.search(rewrite.query, request.top_k)
+            response = search.search(rewrite.query, request.top_k)
         except Exception as error:
             return WebAnswer(rewrite, Failed(error))
-        return WebAnswer(rewrite, checked_response(self.web_search, response))
+        return WebAnswer(rewrite, checked_response(search, response))
 
     async def _aserve(self, request: Request) -> Any:
         if isinstance(request, BothRequest):
@@ -250,9 +251,16 @@ class Corrector(Walks):
                 raise
             except Exception as error:
                 return Failed(error)
+        search = self._searcher()
         rewrite = await self.rewriter.arewrite(request.question)
         try:
-            response = await self.web_search.asearch(rewrite.query, request.top_k)
+            response = await search.asearch(rewrite.query, request.top_k)
         except Exception as error:
             return WebAnswer(rewrite, Failed(error))
-        return WebAnswer(rewrite, checked_response(self.web_search, response))
+        return WebAnswer(rewrite, checked_response(search, response))
+
+    def _searcher(self) -> WebSearch:
+        """The web search a WebRequest goes to (the walk asks only when one is configured)."""
+        if self.web_search is None:
+            raise RuntimeError("a web search was requested but none is configured")
+        return self.web_search

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ..evaluators.base import RetrievalEvaluator, describe
 from ..policy import ActionPolicy
@@ -47,7 +47,7 @@ from ..types import (
 from ..web.base import WebSearch
 from ..web.outcome import read_search
 from .checks import as_passages, check_query, checked_scores, query_text
-from .protocol import BothRequest, Failed, ScoreRequest, ScoringState, Walk, WebAnswer, WebRequest
+from .protocol import BothRequest, Failed, ScoreAnswer, ScoreRequest, ScoringState, Walk, WebAnswer, WebRequest
 
 NO_WEB_SEARCH = "no web search configured"
 
@@ -75,15 +75,16 @@ class Walks:
         if judgment.action is Action.INCORRECT or (judgment.action is Action.AMBIGUOUS and self.web_search is None):
             web = yield from self._search_walk(judgment.query)
         elif judgment.action is Action.AMBIGUOUS:  # refine the internal passages while the web is searched
-            refine = self._refine(judgment.state, judgment.trace, judgment.query, judgment.passages, judgment.kept,
-                                  self.refiner, Origin.INTERNAL)
+            refine = self._refine(_state(judgment), judgment.trace, judgment.query, judgment.passages,
+                                  judgment.kept, self.refiner, Origin.INTERNAL)
             try:
                 first = next(refine)
             except StopIteration as done:  # nothing left to score: every strip was cached
                 internal = done.value
                 web = yield from self._search_walk(judgment.query)
             else:
-                answer, found = yield BothRequest(first, WebRequest(judgment.query, self.web_top_k))
+                both = yield BothRequest(first, WebRequest(judgment.query, self.web_top_k))
+                answer, found = cast("tuple[ScoreAnswer, WebAnswer]", both)
                 internal = yield from resume(refine, answer)
                 web = self._read_web(judgment.query, found)
         return (yield from self._finish_walk(judgment, web, internal, started))
@@ -117,7 +118,7 @@ class Walks:
 
     def _finish_walk(self, judgment: Judgment, web: WebOutcome | None, internal: list[Strip] | None,
                      started: float) -> Walk:
-        state, trace, query, items, action = (judgment.state, judgment.trace, judgment.query, judgment.passages,
+        state, trace, query, items, action = (_state(judgment), judgment.trace, judgment.query, judgment.passages,
                                               judgment.action)
         if internal is None and action in (Action.CORRECT, Action.AMBIGUOUS):
             internal = yield from self._refine(state, trace, query, items, judgment.kept, self.refiner,
@@ -247,9 +248,9 @@ class Walks:
                 ) -> Generator[Any, Any, list[Strip]]:
         started = time.perf_counter()
         for i in indices:
-            if len(passages[i].text) > refiner.max_chars:
-                trace.add(TruncatedPassage(i, len(passages[i].text), refiner.max_chars))
-        pieces = refiner.decompose([(i, passages[i].text) for i in indices])
+            if len(passages[i].text or "") > refiner.max_chars:
+                trace.add(TruncatedPassage(i, len(passages[i].text or ""), refiner.max_chars))
+        pieces = refiner.decompose([(i, passages[i].text or "") for i in indices])
         titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title)) for p in pieces]
         piece_scores = yield from self._score(state, trace, query, titled)
         selecting = with_threshold(refiner, threshold) if threshold is not None else refiner
@@ -260,9 +261,9 @@ class Walks:
 
     @staticmethod
     def _read_web(question: str, found: WebAnswer) -> WebOutcome:
-        failed = found.response if isinstance(found.response, Failed) else None
-        return read_search(question, found.rewrite, None if failed else found.response,
-                           failed.error if failed else None)
+        if isinstance(found.response, Failed):
+            return read_search(question, found.rewrite, None, found.response.error)
+        return read_search(question, found.rewrite, found.response)
 
 
 def with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
@@ -277,6 +278,13 @@ def resume(walk: Generator[Any, Any, Any], answer: Any) -> Generator[Any, Any, A
         except StopIteration as done:
             return done.value
         answer = yield request
+
+
+def _state(judgment: Judgment) -> ScoringState:
+    """The scoring state a judgment carries (set by the judge slice: scorer in use and its cache)."""
+    if judgment.state is None:
+        raise TypeError("this Judgment carries no scoring state: take it from Corrector.judge()")
+    return judgment.state
 
 
 def ms_since(started: float) -> float:

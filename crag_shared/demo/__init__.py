@@ -27,7 +27,7 @@ def corpus() -> list[Passage]:
 
 def retrieve(question: str, passages: list[Passage], k: int = 3) -> list[Passage]:
     """A stand-in for your retriever: the k passages with most word overlap, relevant or not."""
-    scores = LexicalEvaluator().score(question, [p.text for p in passages])
+    scores = LexicalEvaluator().score(question, [p.text or "" for p in passages])
     return [passages[i] for i in sorted(range(len(passages)), key=lambda i: -scores[i])[:k]]
 
 

@@ -82,8 +82,8 @@ class CombinedEvaluator(RetrievalEvaluator):
             specs = saved if members is None else list(members)
             if len(specs) != len(data["members"]):
                 raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
-            members = [evaluator_from_spec(spec) for spec in specs]
-            return cls(members, data["weights"], data["bias"], thresholds=tuple(data["thresholds"]),
+            evaluators = [evaluator_from_spec(spec) for spec in specs]
+            return cls(evaluators, data["weights"], data["bias"], thresholds=tuple(data["thresholds"]),
                        path=str(path), report=data.get("report"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None

@@ -81,7 +81,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             raise ValueError("EmbeddingEvaluator needs either model=PATH or embed_texts=function")
         if unit not in UNIT_DEFAULTS:
             raise ValueError(f"unit must be one of {', '.join(map(repr, UNIT_DEFAULTS))}, got {unit!r}")
-        default_midpoint, default_spread, self.default_thresholds = UNIT_DEFAULTS[unit]
+        default_midpoint, default_spread, self._unit_thresholds = UNIT_DEFAULTS[unit]
         self.midpoint = default_midpoint if midpoint is None else midpoint
         self.spread = default_spread if spread is None else spread
         if not self.spread > 0:
@@ -93,7 +93,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self.batch_size = batch_size
         self.device = device
         self.local_files_only = local_files_only
-        self._thresholds = tuple(thresholds) if thresholds is not None else None
+        self._thresholds = (thresholds[0], thresholds[1]) if thresholds is not None else None
         self._embed_texts = embed_texts
         self._embed_query = embed_query or (lambda text: self._embed_texts([text])[0])  # type: ignore[misc]
         self._model: Any = None
@@ -101,6 +101,11 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self.cache_size = cache_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.RLock()  # guards loading and the cache
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """The thresholds given to this instance, else its unit's defaults (`UNIT_DEFAULTS`)."""
+        return self._thresholds or self._unit_thresholds
 
     def warm_up(self) -> None:
         if self.model_name is not None:

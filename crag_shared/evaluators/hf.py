@@ -158,7 +158,8 @@ class HFSequenceEvaluator(RetrievalEvaluator):
         if self.quantize:  # int8 scales a batch's activations together: only a text alone is batch-independent
             defaults = (1, *defaults[1:])
         given = (self.batch_size, self.max_batch_tokens, self.length_bucket)
-        self._limits = tuple(d if g is None else g for g, d in zip(given, defaults))  # type: ignore[assignment]
+        texts, tokens, bucket = (d if g is None else g for g, d in zip(given, defaults))
+        self._limits = (texts, tokens, bucket)
 
     def bucket_widths(self) -> list[int]:
         """Every padded length a batch can have: multiples of the length bucket, up to `max_length`."""

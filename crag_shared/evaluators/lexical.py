@@ -79,15 +79,15 @@ class QuestionWords:
                 continue
             capital.append(word[:1].isupper())
             content.append(term)
-        for i, term in enumerate(content):
-            if term is None:
+        for i, kept in enumerate(content):
+            if kept is None:
                 continue
-            weight = math.log(2 + len(term)) * (1.6 if capital[i] else 1.0)
-            if term.isdigit():
+            weight = math.log(2 + len(kept)) * (1.6 if capital[i] else 1.0)
+            if kept.isdigit():
                 weight *= 1.3
             if capital[i] and i and capital[i - 1] and not (i + 1 < len(capital) and capital[i + 1]):
                 weight *= _NAME_HEAD
-            self.weights[term] = max(weight, self.weights.get(term, 0.0))
+            self.weights[kept] = max(weight, self.weights.get(kept, 0.0))
         self.pairs = {(a, b) for a, b in itertools.pairwise(content) if a and b}
         self.total = sum(self.weights.values())
 

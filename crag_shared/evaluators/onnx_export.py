@@ -106,7 +106,7 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
              if n in tokenizer("a", "b", return_token_type_ids=True)]
 
-    class Head(torch.nn.Module):
+    class Head(torch.nn.Module):  # type: ignore[name-defined]  # torch loads lazily: Any to the checker
         def __init__(self) -> None:
             super().__init__()
             self.network = network

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ..llm import LLM
 from ..specs import Kind, SpecTable
 from .base import RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
-from .embedding import SPEC_SUFFIX, EmbeddingEvaluator
+from .embedding import SPEC_SUFFIX, EmbeddingEvaluator, Unit
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
@@ -36,7 +36,7 @@ def _model(name: str, cls: type[Any], aliases: tuple[str, ...] = ()) -> Kind[Ret
     return Kind(name, "required", build, cls, lambda e: e.model_name, aliases=aliases, placeholder="PATH_OR_ID")
 
 
-def _embedding(cls: type[EmbeddingEvaluator], unit: str) -> Kind[RetrievalEvaluator]:
+def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvaluator]:
     """An embedding evaluator of one unit; without a path (torch backend only) it names the framework's
     embedding model, which the adapters build."""
     name = cls.spec_prefix + SPEC_SUFFIX[unit]
@@ -88,8 +88,8 @@ EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
     _model("t5", T5Evaluator),
     _model("cross-encoder", CrossEncoderEvaluator, aliases=("cross_encoder", "ce")),
     _model("onnx", OnnxCrossEncoderEvaluator),
-    *(_embedding(EmbeddingEvaluator, unit) for unit in SPEC_SUFFIX),
-    *(_embedding(OnnxEmbeddingEvaluator, unit) for unit in SPEC_SUFFIX),
+    *(_embedding(EmbeddingEvaluator, unit) for unit in get_args(Unit)),
+    *(_embedding(OnnxEmbeddingEvaluator, unit) for unit in get_args(Unit)),
     Kind("combined", "required", _combination, CombinedEvaluator, _combination_path, placeholder="FILE_OR_NAME"),
     Kind("llm", "optional", _judge, LLMEvaluator, lambda e: "" if e.mode == "batched" else e.mode,
          placeholder="per_document"),

@@ -78,6 +78,8 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
                              for c in row["ctxs"][:top_k])
                 continue
             query = row.get("query", row.get("question"))
+            if not isinstance(query, str):
+                raise ValueError("no query (or question) string")
             label = row["label"] if "label" in row else row["relevant"]
             qid = str(row.get("query_id", row.get("question_id", query)))
             pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import lru_cache
+from typing import Any
 
 from .base import titled_paragraphs
 
@@ -40,7 +41,7 @@ def extract_page(html: str, *, url: str | None = None, fallback_title: str = "",
 
     _quiet_trafilatura()
 
-    document = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
+    document: Any = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
                                            include_tables=False, fast=fast)
     if document is None or not document.text:
         return fallback_title, ()

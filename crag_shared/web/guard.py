@@ -101,7 +101,7 @@ class AddressPolicy:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as error:
             raise Refused(f"cannot resolve {host}: {error}") from error
-        return self.check(host, dict.fromkeys(info[4][0] for info in infos))
+        return self.check(host, dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 class PinnedBackend(httpcore.AsyncNetworkBackend):

@@ -111,7 +111,8 @@ class FetchingSearch(ABC):
         pages = await self._fetch([r["link"] for r in chosen], [r["title"] for r in chosen]) if self.fetch_pages else []
         results = []
         for position, hit in enumerate(chosen, 1):
-            title, paragraphs = hit["title"], ()
+            title = hit["title"]
+            paragraphs: tuple[str, ...] = ()
             if pages:
                 page = pages[position - 1]
                 if page.error:

@@ -88,8 +88,8 @@ def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | 
     if kfold:
         if not base_model:
             raise ValueError("--kfold needs --base-model to train from")
-        policy = ActionPolicy.load(thresholds) if thresholds else None
-        results["kfold"] = kfold_figures(pairs, kfold, base_model, train_steps, policy, progress)
+        fold_policy = ActionPolicy.load(thresholds) if thresholds else None
+        results["kfold"] = kfold_figures(pairs, kfold, base_model, train_steps, fold_policy, progress)
         report(f"{kfold}-fold by question, cross-encoder trained from {base_model} ({train_steps} steps per fold)",
                results["kfold"], out)
     return results

@@ -16,6 +16,7 @@ from ...corrector import Corrector
 from ...evaluators import evaluator_from_spec
 from ...sentences import sentence_spans
 from ...testing import FakeWeb
+from ...types import CorrectionResult
 from ..batch import run as run_locally
 from .recall import load as load_recorded
 from .recall import serve_recorded
@@ -59,8 +60,8 @@ def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector
         together = [r for s in range(0, len(data), batch_size)
                     for r in corrector.correct_many(data[s:s + batch_size])]
         many_s.append(time.perf_counter() - started)
-        same &= all(a.action == b.action and [x.text for x in a.knowledge] == [x.text for x in b.knowledge]
-                    for a, b in zip(alone, together))
+        same &= all(isinstance(a, CorrectionResult) and isinstance(b, CorrectionResult) and a.action == b.action
+                    and [x.text for x in a.knowledge] == [x.text for x in b.knowledge] for a, b in zip(alone, together))
     searched = sum(r.action.value != "correct" for r in alone) if web_delay is not None else 0
     figures = {"queries": len(data), "loop_qps": len(data) / min(loop_s), "many_qps": len(data) / min(many_s),
                "searched": searched, "same": float(same)}

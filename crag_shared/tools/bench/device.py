@@ -9,7 +9,7 @@ Speed only: the models may be random (T5-large-sized here is, the paper's evalua
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,7 +33,7 @@ def t5_large_dir(texts: Sequence[str]) -> Path:
 
 
 def device_rows(out: TextIO, data: Sequence[tuple[str, list[str]]], device: str,
-                models: dict[str, tuple[Make, str]], *, baseline_queries: int = 6, rounds: int = 2,
+                models: Mapping[str, tuple[Make, str]], *, baseline_queries: int = 6, rounds: int = 2,
                 fast_dtype: str | None = None) -> dict[str, Any]:
     """For each model: paper-style, crag defaults and crag `fast_dtype` (first and warm pass, with and
     without `warm_buckets`) pairs/s, the speedups, and the decision latency with the fastest setting."""

@@ -75,7 +75,8 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
         search = serve_recorded(web, rows)
         for spec in evaluators:
             corrector = Corrector(evaluator=evaluator_from_spec(spec), web_search=search)
-            hits, words, actions, fallbacks = [], [], Counter(), 0
+            hits, words, fallbacks = [], [], 0
+            actions: Counter[str] = Counter()
             for row in rows:
                 passages = [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in row["ctxs"][:10]]
                 result = corrector.correct(row["question"], passages)
