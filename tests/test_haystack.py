@@ -445,17 +445,22 @@ def test_a_non_generator_is_refused():
         SearchQueryRewriter(chat_generator="gpt-4")
 
 
-def test_readme_haystack_snippets_run(store, capsys):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Haystack quickstart", 1)[1].split("\n## ", 1)[0]
-    blocks = [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
-    assert len(blocks) == 3
-    for block in blocks:  # each snippet stands alone, given a store and a generator
+def python_blocks(text):
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def test_the_documented_haystack_snippets_run(store, capsys):
+    root = Path(__file__).resolve().parents[1]
+    guide = python_blocks((root / "docs" / "getting-started" / "haystack.md").read_text())
+    readme = root / "README.md"
+    quickstart = python_blocks(readme.read_text().split("## Haystack quickstart", 1)[1].split("\n## ", 1)[0])
+    assert len(guide) == 3 and len(quickstart) == 1
+    for block in [*guide, *quickstart]:  # each snippet stands alone, given a store and a generator
         namespace = {"store": store, "chat_generator": ExtractiveChatGenerator()}
-        exec(compile(textwrap.dedent(block), "README.md", "exec"), namespace)
+        exec(compile(textwrap.dedent(block), "docs", "exec"), namespace)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("ambiguous") and printed[1].startswith("incorrect")
-    assert "needs_web" in printed[2]
+    assert "needs_web" in printed[2] and printed[3].startswith("incorrect [offline stand-in generator]")
 
 
 def test_async_warm_up_and_close(recorded):

@@ -32,9 +32,12 @@ class CRAG(Lifecycle):
     string raises.
 
     Usage:
-        pipeline.connect("retriever.documents", "crag.documents")
-        pipeline.connect("crag.documents", "prompt_builder.documents")   # required_variables=["query", "documents"]
-        pipeline.connect("crag.abstention", "no_answer.abstention")      # NoAnswerReply
+
+    ```python
+    pipeline.connect("retriever.documents", "crag.documents")
+    pipeline.connect("crag.documents", "prompt_builder.documents")   # required_variables=["query", "documents"]
+    pipeline.connect("crag.abstention", "no_answer.abstention")      # NoAnswerReply
+    ```
     """
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,

@@ -21,10 +21,13 @@ class KnowledgeGate:
     there when there is no web search). The router's `action` and `abstention` say more.
 
     Usage:
-        pipeline.connect("joiner.documents", "gate.documents")
-        pipeline.connect("gate.documents", "prompt_builder.documents")
-        pipeline.connect("gate.abstention", "no_answer.abstention")
-        pipeline.run({"query": question})                     # the flat query reaches the gate too
+
+    ```python
+    pipeline.connect("joiner.documents", "gate.documents")
+    pipeline.connect("gate.documents", "prompt_builder.documents")
+    pipeline.connect("gate.abstention", "no_answer.abstention")
+    pipeline.run({"query": question})                     # the flat query reaches the gate too
+    ```
     """
 
     @component.output_types(documents=list[Document], abstention=str)

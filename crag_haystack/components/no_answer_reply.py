@@ -14,9 +14,12 @@ class NoAnswerReply:
     to answer from irrelevant text (or from nothing). The reply's `meta["crag_abstention"]` says why.
 
     Usage:
-        pipeline.add_component("no_answer", NoAnswerReply(answer="Sorry, I don't know."))
-        pipeline.connect("crag.abstention", "no_answer.abstention")      # or "gate.abstention"
-        result["no_answer"]["replies"][0].text
+
+    ```python
+    pipeline.add_component("no_answer", NoAnswerReply(answer="Sorry, I don't know."))
+    pipeline.connect("crag.abstention", "no_answer.abstention")      # or "gate.abstention"
+    result["no_answer"]["replies"][0].text
+    ```
     """
 
     def __init__(self, answer: str = NO_KNOWLEDGE_ANSWER) -> None:
