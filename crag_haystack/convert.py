@@ -11,6 +11,7 @@ from crag_shared.adapter import CorrectionResult, Passage, Strip, passage_from_r
 
 
 def to_passage(document: Document) -> Passage:
+    """A node or document as a `Passage` (text, id, title and URL from its metadata, score)."""
     return passage_from_record(document.content, document.id, document.meta, document.score)
 
 

@@ -13,17 +13,21 @@ class Lifecycle:
     chat_generator: Any = None
 
     def warm_up(self) -> None:  # pragma: no cover - every component defines it
+        """Load what the component needs (models, providers)."""
         raise NotImplementedError
 
     async def warm_up_async(self) -> None:
+        """`warm_up` in a worker thread, so the event loop stays free."""
         await asyncio.to_thread(self.warm_up)
 
     def close(self) -> None:
+        """Close the nested chat generator, if it has anything to close."""
         close = getattr(self.chat_generator, "close", None)
         if callable(close):
             close()
 
     async def close_async(self) -> None:
+        """Async `close`."""
         close = getattr(self.chat_generator, "close_async", None)
         if callable(close):
             result = close()

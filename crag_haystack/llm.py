@@ -12,7 +12,9 @@ from haystack.dataclasses import ChatMessage
 class ChatGenerator(Protocol):
     """What crag needs of a Haystack chat generator: `run(messages=[ChatMessage]) -> {"replies": [...]}`."""
 
-    def run(self, messages: list[ChatMessage]) -> dict[str, Any]: ...
+    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        """A Haystack chat generator's `run`: messages in, `replies` out."""
+        ...
 
 
 class HaystackChatLLM:
@@ -25,10 +27,12 @@ class HaystackChatLLM:
         self.chat_generator = chat_generator
 
     def complete(self, prompt: str) -> str:
+        """The generator's reply text to `prompt` as a user message."""
         replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
         return (replies[0].text or "") if replies else ""
 
     async def acomplete(self, prompt: str) -> str:
+        """Async `complete` (`run_async` when the generator has one)."""
         if hasattr(self.chat_generator, "run_async"):
             result = await self.chat_generator.run_async(messages=[ChatMessage.from_user(prompt)])
             replies = result["replies"]
@@ -37,6 +41,7 @@ class HaystackChatLLM:
 
 
 def as_llm(chat_generator: ChatGenerator | None) -> HaystackChatLLM | None:
+    """A chat generator as crag's `LLM`, or None without one; anything else is a TypeError."""
     return HaystackChatLLM(chat_generator) if chat_generator is not None else None
 
 

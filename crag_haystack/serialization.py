@@ -14,6 +14,7 @@ MODEL_PARTS = ("chat_generator", "text_embedder", "document_embedder")
 
 
 def nested_to_dict(value: Any, name: str) -> dict[str, Any] | None:
+    """A nested component or generator as Haystack serializes it, or None."""
     return component_to_dict(value, name) if value is not None else None
 
 

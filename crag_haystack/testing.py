@@ -24,10 +24,12 @@ class ExtractiveChatGenerator:
         self.prompts: list[str] = []
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, label=self.label)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExtractiveChatGenerator":
+        """Rebuild the component from `to_dict`'s output."""
         return default_from_dict(cls, data)
 
     def _reply(self, prompt: str) -> str:
@@ -40,10 +42,12 @@ class ExtractiveChatGenerator:
 
     @component.output_types(replies=list[ChatMessage])
     def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        """Reply to the last message (see the class)."""
         return {"replies": [ChatMessage.from_assistant(self._reply(messages[-1].text or ""))]}
 
     @component.output_types(replies=list[ChatMessage])
     async def run_async(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        """Async `run`."""
         return self.run(messages)
 
 
@@ -55,14 +59,17 @@ class HashingTextEmbedder:
         self.dim = dim
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, dim=self.dim)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HashingTextEmbedder":
+        """Rebuild the component from `to_dict`'s output."""
         return default_from_dict(cls, data)
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
+        """The text's hashing embedding."""
         return {"embedding": hashing_vector(text, self.dim)}
 
 
@@ -75,14 +82,17 @@ class HashingDocumentEmbedder:
         self.calls = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, dim=self.dim)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HashingDocumentEmbedder":
+        """Rebuild the component from `to_dict`'s output."""
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:
+        """Copies of the documents with their hashing embeddings."""
         self.calls += 1
         return {"documents": [replace(d, embedding=hashing_vector(d.content or "", self.dim)) for d in documents]}
 
@@ -97,6 +107,7 @@ class FixedRetriever:
 
     @component.output_types(documents=list[Document])
     def run(self, query: str) -> dict[str, Any]:
+        """The documents set for `query`."""
         return {"documents": list(self.documents_by_query.get(query, []))}
 
 

@@ -8,6 +8,7 @@ from crag_shared.adapter import CorrectionResult, Origin, Passage, Strip, passag
 
 
 def to_passage(item: NodeWithScore) -> Passage:
+    """A node or document as a `Passage` (text, id, title and URL from its metadata, score)."""
     node = item.node
     return passage_from_record(node.get_content(metadata_mode=MetadataMode.NONE), node.node_id, node.metadata,
                                item.score)

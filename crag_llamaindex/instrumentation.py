@@ -21,6 +21,7 @@ class CRAGActionEvent(BaseEvent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
         return "CRAGActionEvent"
 
 
@@ -34,6 +35,7 @@ class CRAGWebSearchEvent(BaseEvent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
         return "CRAGWebSearchEvent"
 
 
@@ -46,10 +48,12 @@ class CRAGFallbackEvent(BaseEvent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
         return "CRAGFallbackEvent"
 
 
 def events_for(result: CorrectionResult) -> list[BaseEvent]:
+    """The instrumentation events of one correction: the action, the web search, each fallback."""
     upper, lower = result.thresholds
     events: list[BaseEvent] = [CRAGActionEvent(query=result.query, action=result.action.value,
                                                scores=list(result.scores), upper=upper, lower=lower)]
@@ -63,10 +67,12 @@ def events_for(result: CorrectionResult) -> list[BaseEvent]:
 
 
 def emit(result: CorrectionResult) -> None:
+    """Send a correction's events through LlamaIndex's dispatcher."""
     for event in events_for(result):
         dispatcher.event(event)
 
 
 async def aemit(result: CorrectionResult) -> None:
+    """Async `emit`."""
     for event in events_for(result):
         await dispatcher.aevent(event)

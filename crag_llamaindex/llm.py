@@ -23,13 +23,16 @@ class LlamaIndexLLM:
 
     @property
     def llm(self) -> Any:
+        """The LlamaIndex LLM in use: the one given, else `Settings.llm` when set, else None."""
         llm = self._llm or configured_llm()
         if llm is None:
             raise NoLLMConfigured("no LLM configured: pass llm=... or set Settings.llm")
         return llm
 
     def complete(self, prompt: str) -> str:
+        """The LLM's completion text for `prompt`."""
         return self.llm.complete(prompt).text
 
     async def acomplete(self, prompt: str) -> str:
+        """Async `complete`."""
         return (await self.llm.acomplete(prompt)).text

@@ -28,12 +28,15 @@ class CRAGPack:
             raise TypeError(f"CRAGPack takes an index or a retriever, got {type(index_or_retriever).__name__}")
 
     def get_modules(self) -> dict[str, Any]:
+        """The parts: workflow, query engine, retriever, postprocessor and corrector."""
         engine = self.workflow.engine
         return {"workflow": self.workflow, "query_engine": engine, "retriever": engine.retriever,
                 "postprocessor": engine.crag, "corrector": engine.crag.corrector}
 
     def run(self, query: str, **kwargs: Any) -> RESPONSE_TYPE:
+        """Answer `query` synchronously (works inside Jupyter)."""
         return self.workflow.engine.query(query, **kwargs)
 
     async def arun(self, query: str) -> RESPONSE_TYPE:
+        """Answer `query` through the workflow."""
         return await self.workflow.run(query=query)

@@ -77,6 +77,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
         return "CRAGPostprocessor"
 
     def __getstate__(self) -> dict[str, Any]:
@@ -92,6 +93,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     @property
     def corrector(self) -> Corrector:
+        """The core `Corrector` this postprocessor runs."""
         return self._corrector
 
     @staticmethod
@@ -112,6 +114,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     async def acorrect(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                        ) -> tuple[list[NodeWithScore], CorrectionResult]:
+        """Async `correct`."""
         result = await self._corrector.acorrect(self._query(query_bundle), [to_passage(n) for n in nodes])
         return await self.adeliver(result, nodes), result
 

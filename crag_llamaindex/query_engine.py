@@ -70,10 +70,12 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     @property
     def crag(self) -> CRAGPostprocessor:
+        """The `CRAGPostprocessor` this engine corrects with."""
         return self._crag
 
     @property
     def retriever(self) -> BaseRetriever:
+        """The retriever this engine corrects."""
         return self._retriever
 
     def _get_prompts(self) -> PromptDictType:
@@ -87,6 +89,7 @@ class CRAGQueryEngine(BaseQueryEngine):
         return {"crag": self._crag, "response_synthesizer": self._synthesizer}
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The retriever's nodes, corrected: the knowledge nodes CRAG keeps."""
         return self._crag.correct(self._retriever.retrieve(query_bundle), query_bundle)[0]
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:

@@ -24,6 +24,7 @@ class HashingEmbedding(BaseEmbedding):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
         return "HashingEmbedding"
 
     def _vector(self, text: str) -> list[float]:
@@ -61,6 +62,7 @@ class RuleLLM(CustomLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
+        """A completion model's metadata."""
         return LLMMetadata(model_name="rule-llm", is_chat_model=False)
 
     def _reply(self, prompt: str) -> str:
@@ -74,10 +76,12 @@ class RuleLLM(CustomLLM):
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The rule's reply."""
         return CompletionResponse(text=self._reply(prompt))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """The rule's reply, word by word."""
         text, so_far = self._reply(prompt), ""
         for word in text.split(" "):
             delta = word if not so_far else " " + word

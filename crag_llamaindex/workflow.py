@@ -91,10 +91,12 @@ class CRAGWorkflow(Workflow):
 
     @property
     def crag(self) -> CRAGPostprocessor:
+        """The `CRAGPostprocessor` the workflow's steps use."""
         return self.engine.crag
 
     @step
     async def retrieve(self, ctx: Context, ev: StartEvent) -> RetrievedEvent:
+        """Retrieve the query's nodes (none for an empty query, which is not judged)."""
         query = ev.get("query")
         if not isinstance(query, str):
             raise TypeError(f"CRAGWorkflow.run needs query=... as a string, got {type(query).__name__}")
@@ -103,28 +105,33 @@ class CRAGWorkflow(Workflow):
 
     @step
     async def evaluate(self, ctx: Context, ev: RetrievedEvent) -> JudgedEvent:
+        """Score every node and decide the action (`Corrector.ajudge`)."""
         judgment = await self.crag.corrector.ajudge(ev.query, [to_passage(n) for n in ev.nodes])
         return _streamed(ctx, JudgedEvent(query=ev.query, nodes=ev.nodes, judgment=judgment))
 
     @step
     async def decide(self, ctx: Context, ev: JudgedEvent) -> RefineEvent | SearchNeededEvent:
+        """Correct or unjudged: refine; Incorrect or Ambiguous: search the web first."""
         if ev.judgment.action in (Action.CORRECT, Action.UNJUDGED):
             return _streamed(ctx, RefineEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
         return _streamed(ctx, SearchNeededEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment))
 
     @step
     async def web_search(self, ctx: Context, ev: SearchNeededEvent) -> RefineEvent:
+        """Rewrite the question and search the web (`Corrector.asearch`)."""
         web = await self.crag.corrector.asearch(ev.query)
         return _streamed(ctx, RefineEvent(query=ev.query, nodes=ev.nodes, judgment=ev.judgment, web=web))
 
     @step
     async def refine(self, ctx: Context, ev: RefineEvent) -> KnowledgeEvent:
+        """Refine the kept nodes and web passages into knowledge (`Corrector.afinish`)."""
         result = await self.crag.corrector.afinish(ev.judgment, ev.web)
         knowledge = await self.crag.adeliver(result, ev.nodes)
         return _streamed(ctx, KnowledgeEvent(query=ev.query, knowledge=knowledge, result=result))
 
     @step
     async def synthesize(self, ctx: Context, ev: KnowledgeEvent) -> StopEvent:
+        """Answer from the knowledge, or the no-knowledge answer when CRAG abstained."""
         response = await self.engine.arespond(QueryBundle(ev.query), ev.knowledge, ev.result)
         return StopEvent(result=response)
 

@@ -51,6 +51,7 @@ class CRAGConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CRAGConfig":
+        """Rebuild from `to_dict`'s output; a malformed dict raises ValueError naming what is wrong."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -58,9 +59,11 @@ class CRAGConfig:
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return asdict(self)
 
     def policy(self, evaluator: RetrievalEvaluator) -> ActionPolicy:
+        """The action policy: the thresholds file if given, else `upper`/`lower` over the evaluator's defaults."""
         if self.thresholds_path:
             return ActionPolicy.load(self.thresholds_path)
         default_upper, default_lower = evaluator.thresholds
@@ -92,5 +95,6 @@ class CRAGConfig:
         )
 
     def refiner(self, *, web: bool = False) -> StripRefiner:
+        """The strip refiner for retrieved passages, or with `web=True` for web paragraphs."""
         return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
                             threshold=self.strip_threshold)

@@ -14,9 +14,14 @@ class NoLLMConfigured(LookupError):
 
 @runtime_checkable
 class LLM(Protocol):
-    def complete(self, prompt: str) -> str: ...
+    """What crag needs of an LLM: a prompt in, text out, sync and async. Each adapter wraps its framework's LLM."""
+    def complete(self, prompt: str) -> str:
+        """The model's text for `prompt`."""
+        ...
 
-    async def acomplete(self, prompt: str) -> str: ...
+    async def acomplete(self, prompt: str) -> str:
+        """Async `complete`."""
+        ...
 
 
 class FunctionLLM:
@@ -30,15 +35,18 @@ class FunctionLLM:
         self._async_fn = async_fn
 
     def complete(self, prompt: str) -> str:
+        """Call the wrapped function."""
         return self._fn(prompt)
 
     async def acomplete(self, prompt: str) -> str:
+        """Call the wrapped function in a worker thread."""
         if self._async_fn is not None:
             return await self._async_fn(prompt)
         return await asyncio.to_thread(self._fn, prompt)
 
 
 def check_llm(llm: object) -> LLM:
+    """`llm` if it has `complete` and `acomplete`; a TypeError naming what it lacks otherwise."""
     if not isinstance(llm, LLM):
         raise TypeError(f"llm must provide complete(prompt) and acomplete(prompt), got {type(llm).__name__}")
     return llm

@@ -35,10 +35,12 @@ class ActionPolicy:
 
     @classmethod
     def for_evaluator(cls, evaluator: Any) -> "ActionPolicy":
+        """The evaluator's own thresholds as a policy."""
         upper, lower = evaluator.thresholds
         return cls(upper, lower)
 
     def decide(self, scores: Sequence[float]) -> Action:
+        """The action for a query's passage scores (Incorrect when there are none)."""
         if not scores:  # nothing was retrieved: only the web can help
             return Action.INCORRECT
         if any(s >= self.upper for s in scores):
@@ -48,10 +50,12 @@ class ActionPolicy:
         return Action.AMBIGUOUS
 
     def to_dict(self) -> dict[str, float]:
+        """This object as JSON-ready values."""
         return {"upper": self.upper, "lower": self.lower}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ActionPolicy":
+        """Rebuild from `to_dict`'s output; a malformed dict raises ValueError naming what is wrong."""
         if not isinstance(data, dict):
             raise ValueError(f"thresholds must be an object with 'upper' and 'lower', got {type(data).__name__}")
         missing = {"upper", "lower"} - set(data)
@@ -63,6 +67,7 @@ class ActionPolicy:
         return cls(float(data["upper"]), float(data["lower"]))
 
     def save(self, path: str | Path) -> None:
+        """Write the thresholds as JSON (readable by `load` and `thresholds_path`)."""
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod

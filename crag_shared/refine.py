@@ -64,6 +64,7 @@ class StripRefiner:
             splitter_for(language)  # fail early on an unknown language code
 
     def config(self) -> dict:
+        """The refiner's settings as keyword arguments (to build a variant)."""
         return {"mode": self.mode, "top_k": self.top_k, "threshold": self.threshold,
                 "window_words": self.window_words, "strip_words": self.strip_words,
                 "min_words": self.min_words, "language": self.language, "max_chars": self.max_chars}

@@ -91,6 +91,7 @@ class QueryRewriter:
         return Rewrite(keyword_query(question, self.max_keywords), "keywords", note)
 
     def rewrite(self, question: str) -> Rewrite:
+        """The question as search keywords: the LLM's, else offline keywords (the reason noted)."""
         if self.llm is None:
             return self._fallback(question, None)
         try:
@@ -102,6 +103,7 @@ class QueryRewriter:
         return self._finish(question, reply)
 
     async def arewrite(self, question: str) -> Rewrite:
+        """Async `rewrite`."""
         if self.llm is None:
             return self._fallback(question, None)
         try:

@@ -39,6 +39,7 @@ class Kind(Generic[T]):
 
     @property
     def grammar(self) -> str:
+        """The kind as users write it, e.g. `t5:PATH_OR_ID` or `llm[:per_document]`."""
         return {"none": self.name, "required": f"{self.name}:{self.placeholder}",
                 "optional": f"{self.name}[:{self.placeholder}]"}[self.target]
 
@@ -71,6 +72,7 @@ class SpecTable(Generic[T]):
         return kind, target
 
     def build(self, spec: Any, **context: Any) -> T:
+        """The part `spec` names; `context` goes to the kind's builder."""
         kind, target = self.parse(spec)
         return kind.build(target, **context)
 

@@ -54,10 +54,12 @@ def terms(text: str) -> list[str]:
 
 
 def content_terms(text: str) -> list[str]:
+    """The folded content words of `text` (no stopwords)."""
     return [t for t in terms(text) if t not in STOPWORDS]
 
 
 def word_count(text: str) -> int:
+    """The number of whitespace-separated words."""
     return len(text.split())
 
 

@@ -20,9 +20,11 @@ class Step:
     name: ClassVar[str] = "step"
 
     def label(self) -> str:
+        """The step's label in `Trace.to_dict()`."""
         return self.name
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return {"step": self.label(), **asdict(self)}
 
 
@@ -38,6 +40,7 @@ class Input(Step):
 
 @dataclass(frozen=True)
 class SkippedPassage(Step):
+    """A passage without text, left out of scoring."""
     name: ClassVar[str] = "skip_passage"
     index: int
     id: str | None
@@ -63,6 +66,7 @@ class EvaluatorNote(Step):
 
 @dataclass(frozen=True)
 class Decided(Step):
+    """The action, the thresholds and the best score that decided it."""
     name: ClassVar[str] = "decide"
     action: str
     upper: float
@@ -72,6 +76,7 @@ class Decided(Step):
 
 @dataclass(frozen=True)
 class BelowLower:
+    """A passage scoring below the lower threshold (left out of refinement)."""
     index: int
     id: str | None
     score: float
@@ -89,6 +94,7 @@ class PassagesFiltered(Step):
 
 @dataclass(frozen=True)
 class TruncatedPassage(Step):
+    """A passage cut to the refiner's `max_chars` before splitting."""
     name: ClassVar[str] = "truncate_passage"
     index: int
     chars: int
@@ -108,11 +114,13 @@ class Refined(Step):
     ms: float
 
     def label(self) -> str:
+        """`refine_internal` or `refine_web`."""
         return f"refine_{self.origin}"
 
 
 @dataclass(frozen=True)
 class Rewritten(Step):
+    """The question rewritten for web search, and how (LLM or keywords)."""
     name: ClassVar[str] = "rewrite"
     query: str
     method: str
@@ -139,6 +147,7 @@ class Unjudged(Step):
 
 @dataclass(frozen=True)
 class FallbackTaken(Step):
+    """A fallback, as a step of the trace (see `Fallback`)."""
     name: ClassVar[str] = "fallback"
     of: str
     reason: str
@@ -157,6 +166,7 @@ class Abstained(Step):
 
 @dataclass(frozen=True)
 class Finished(Step):
+    """The result: action, strips (internal, web), words handed over, total milliseconds."""
     name: ClassVar[str] = "result"
     action: str
     strips: int
@@ -188,6 +198,7 @@ class Trace:
     fallbacks: list[Fallback] = field(default_factory=list)
 
     def add(self, step: Step) -> None:
+        """Append a step."""
         self.steps.append(step)
 
     def fallback(self, step: str, reason: str, applied: str, *, expected: bool = False) -> None:
@@ -212,4 +223,5 @@ class Trace:
         return [s for s in self.steps if isinstance(s, kind)]
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return {"steps": [s.to_dict() for s in self.steps], "fallbacks": [asdict(f) for f in self.fallbacks]}

@@ -64,6 +64,7 @@ class Strip:
     url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         data = asdict(self)
         data["origin"] = self.origin.value
         return data
@@ -93,6 +94,7 @@ class WebResult:
     position: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return {"title": self.title, "url": self.url, "snippet": self.snippet,
                 "paragraphs": len(self.paragraphs), "position": self.position}
 
@@ -108,6 +110,7 @@ class WebIssue:
 
 @dataclass
 class WebSearchResponse:
+    """What a web search provider returns: results in rank order, issues met, the query searched."""
     results: list[WebResult]
     issues: list[WebIssue] = field(default_factory=list)
     query: str = ""
@@ -214,14 +217,17 @@ class CorrectionResult:
 
     @property
     def internal(self) -> list[Strip]:
+        """The strips from the retrieved passages."""
         return [s for s in self.knowledge if s.origin is Origin.INTERNAL]
 
     @property
     def external(self) -> list[Strip]:
+        """The strips from the web."""
         return [s for s in self.knowledge if s.origin is Origin.WEB]
 
     @property
     def fallbacks(self) -> list[Fallback]:
+        """Every fallback taken, in order."""
         return self.trace.fallbacks
 
     @property

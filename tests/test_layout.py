@@ -85,3 +85,23 @@ def test_modules_and_functions_stay_small():
                     if lines > 60:
                         large[f"{name}:{node.name}"] = lines
     assert large == {}
+
+
+def test_every_public_name_has_a_docstring():
+    undocumented = []
+    for package in ("crag_shared", "crag_llamaindex", "crag_haystack"):
+        for path in (ROOT / package).rglob("*.py"):
+            if any(part.startswith("_") and part != "__init__.py" for part in path.relative_to(ROOT).parts):
+                continue
+
+            def visit(body, prefix, path=path):
+                for node in body:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \\
+                            and not node.name.startswith("_"):
+                        if not ast.get_docstring(node):
+                            undocumented.append(f"{path.relative_to(ROOT)}:{node.lineno} {prefix}{node.name}")
+                        if isinstance(node, ast.ClassDef):
+                            visit(node.body, f"{prefix}{node.name}.")
+
+            visit(ast.parse(path.read_text(encoding="utf-8")).body, "")
+    assert undocumented == []

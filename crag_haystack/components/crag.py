@@ -97,6 +97,7 @@ class CRAG(Lifecycle):
         self._ready = True
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         if self.web_search is not None and not isinstance(self.web_search, _WebSearchComponent):
             raise TypeError(f"CRAG(web_search={type(self.web_search).__name__}(...)) cannot be saved: pass a "
                             "crag_haystack web-search component (SerpAPIWebSearch, ReplayWebSearch) to serialize")
@@ -104,6 +105,7 @@ class CRAG(Lifecycle):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
+        """Rebuild the component from `to_dict`'s output."""
         return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
 
     def _outputs(self, result: CorrectionResult) -> dict[str, Any]:

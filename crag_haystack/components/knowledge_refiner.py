@@ -21,6 +21,13 @@ class KnowledgeRefiner(Lifecycle):
     Each output Document keeps its source's meta and adds `crag_score`, `crag_origin`, `crag_source_id`,
     `crag_position`, `crag_start`/`crag_end`. An empty query cannot be refined against: as Haystack's
     rankers do, the documents then pass through unchanged, with a warning.
+
+    Usage:
+
+    ```python
+    refiner = KnowledgeRefiner(refine_mode="excerption", strip_top_k=5)
+    strips = refiner.run(query="When did the Golden Gate Bridge open?", documents=documents)["documents"]
+    ```
     """
 
     def __init__(self, evaluator: str = "lexical",
@@ -61,6 +68,7 @@ class KnowledgeRefiner(Lifecycle):
         warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, evaluator=self.evaluator, refine_mode=self.refine_mode,
                                strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
                                score_titles=self.score_titles,
@@ -68,6 +76,7 @@ class KnowledgeRefiner(Lifecycle):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KnowledgeRefiner":
+        """Rebuild the component from `to_dict`'s output."""
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:

@@ -31,10 +31,12 @@ class NoAnswerReply:
         self.answer = answer
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, answer=self.answer)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NoAnswerReply":
+        """Rebuild the component from `to_dict`'s output."""
         return default_from_dict(cls, data)
 
     @component.output_types(replies=list[ChatMessage])

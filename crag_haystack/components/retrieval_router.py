@@ -38,6 +38,14 @@ class RetrievalRouter(Lifecycle):
     `action` and `scores` (input order; none when unjudged) are always emitted; `web_query` (the query,
     for a rewriter) only when the action needs the web. An evaluator that fails while scoring is replaced
     by the lexical one, logged on Haystack's logger. A query that is not a string raises.
+
+    Usage:
+
+    ```python
+    router = RetrievalRouter(evaluator="lexical")
+    out = router.run(query="When did the Golden Gate Bridge open?", documents=retrieved)
+    out["action"], out.get("correct"), out["scores"]        # only the chosen action's output is emitted
+    ```
     """
 
     def __init__(self, evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
@@ -79,12 +87,14 @@ class RetrievalRouter(Lifecycle):
         warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, evaluator=self.evaluator, upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
                                on_web_failure=self.on_web_failure, **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RetrievalRouter":
+        """Rebuild the component from `to_dict`'s output."""
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _policy(self, upper: float | None, lower: float | None) -> ActionPolicy | None:

@@ -19,6 +19,13 @@ class SearchQueryRewriter(Lifecycle):
     Without a generator, keywords are extracted offline (the documented default). When the generator
     fails or answers nothing usable (empty, too long, one word over and over), the offline keywords are
     used and the reason is logged and returned in `note`; `method` says which ("llm" or "keywords").
+
+    Usage:
+
+    ```python
+    rewriter = SearchQueryRewriter(chat_generator=OpenAIChatGenerator())   # or none: offline keywords
+    rewriter.run(query="Who designed the Sydney Harbour Bridge?")["search_query"]
+    ```
     """
 
     def __init__(self, chat_generator: ChatGenerator | None = None, template: str = PAPER_REWRITE_PROMPT,
@@ -38,11 +45,13 @@ class SearchQueryRewriter(Lifecycle):
         warm_up_all(self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, **nested_to_dicts(self, ("chat_generator",)), template=self.template,
                                max_keywords=self.max_keywords)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchQueryRewriter":
+        """Rebuild the component from `to_dict`'s output."""
         return from_dict_with_nested(cls, data, ("chat_generator",))
 
     @staticmethod

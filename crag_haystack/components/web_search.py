@@ -115,6 +115,14 @@ class SerpAPIWebSearch(_WebSearchComponent):
     The key is a Haystack `Secret` (default: the `SERPAPI_API_KEY` environment variable), resolved in
     `warm_up` (as Haystack 3's own components do), so a saved pipeline loads, draws and validates without
     it; it serializes as the env var's name, never its value.
+
+    Usage:
+
+    ```python
+    search = SerpAPIWebSearch(top_k=5)               # key: SERPAPI_API_KEY, resolved in warm_up
+    out = search.run(query="Sydney Harbour Bridge, designer")
+    out["documents"], out["links"], out["issues"]    # page paragraphs, result URLs, what went wrong
+    ```
     """
 
     def __init__(self, api_key: Secret = Secret.from_env_var("SERPAPI_API_KEY"), top_k: int = 5,  # noqa: B008
@@ -169,6 +177,7 @@ class SerpAPIWebSearch(_WebSearchComponent):
                              fetcher=fetcher)
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(
             self, api_key=self.api_key.to_dict(), top_k=self.top_k, engine=self.engine, num_results=self.num_results,
             mode=self.mode, wiki_prefix=self.wiki_prefix, hl=self.hl, gl=self.gl, location=self.location,
@@ -178,6 +187,7 @@ class SerpAPIWebSearch(_WebSearchComponent):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SerpAPIWebSearch":
+        """Rebuild the component from `to_dict`'s output."""
         deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, data)
 
@@ -185,7 +195,17 @@ class SerpAPIWebSearch(_WebSearchComponent):
 @component
 class ReplayWebSearch(_WebSearchComponent):
     """Offline web search from a recorded JSONL file (the core `ReplaySearch` format): for demos, docs and
-    tests. Nothing leaves the machine."""
+    tests. Nothing leaves the machine.
+
+    Usage:
+
+    ```python
+    from crag_shared.demo import recorded_web_path
+
+    search = ReplayWebSearch(str(recorded_web_path()))
+    search.run(query="capital, Mongolia")["documents"]
+    ```
+    """
 
     def __init__(self, path: str, top_k: int = 5, raise_on_failure: bool = False) -> None:
         """
@@ -201,8 +221,10 @@ class ReplayWebSearch(_WebSearchComponent):
         return ReplaySearch(self.path)
 
     def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, path=self.path, top_k=self.top_k, raise_on_failure=self.raise_on_failure)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ReplayWebSearch":
+        """Rebuild the component from `to_dict`'s output."""
         return default_from_dict(cls, data)

@@ -64,6 +64,7 @@ def query_text(query: Any) -> str:
 
 
 def check_query(query: Any) -> str:
+    """A question to search or refine against: a non-empty string (ValueError or TypeError otherwise)."""
     query = query_text(query)
     if not query:
         raise ValueError("query must be a non-empty string (got an empty or whitespace-only query)")
@@ -71,6 +72,7 @@ def check_query(query: Any) -> str:
 
 
 def as_passages(passages: Any) -> list[Passage]:
+    """The passages as `Passage`s with ids (their index when missing); anything else is a TypeError naming it."""
     if passages is None or isinstance(passages, (str, bytes)):
         raise TypeError("passages must be a list of strings or Passage objects")
     items = []

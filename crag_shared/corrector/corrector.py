@@ -176,6 +176,7 @@ class Corrector(Walks):
 
     async def ajudge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
                      ) -> Judgment:
+        """Async `judge`."""
         return await self._adrive(self._judge_slice(query, passages, policy))
 
     def search(self, question: str) -> WebOutcome | None:
@@ -185,6 +186,7 @@ class Corrector(Walks):
         return self._drive(self._search_walk(check_query(question)))
 
     async def asearch(self, question: str) -> WebOutcome | None:
+        """Async `search`."""
         return await self._adrive(self._search_walk(check_query(question)))
 
     def finish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
@@ -193,6 +195,7 @@ class Corrector(Walks):
         return self._drive(self._finish_slice(judgment, web))
 
     async def afinish(self, judgment: Judgment, web: WebOutcome | None = None) -> CorrectionResult:
+        """Async `finish`."""
         return await self._adrive(self._finish_slice(judgment, web))
 
     def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
@@ -203,6 +206,7 @@ class Corrector(Walks):
 
     async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
                       top_k: int | None = None) -> Refinement:
+        """Async `refine`."""
         return await self._adrive(self._refine_only(query, passages, web, top_k))
 
     def _drive(self, walk: Generator[Request, Any, T]) -> T:

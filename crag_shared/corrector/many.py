@@ -32,6 +32,7 @@ def many_walks(items: Sequence[tuple[Any, Any]], walks: list[Walk]
 
 
 def result_of(future: Future[Any]) -> Any:
+    """A finished future's answer, or `QueryFailed` if the request raised."""
     try:
         return future.result()
     except Exception as error:  # a provider's bug fails its own query only

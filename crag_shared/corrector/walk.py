@@ -267,6 +267,7 @@ class Walks:
 
 
 def with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
+    """The same refiner with another strip threshold."""
     return StripRefiner(**{**refiner.config(), "threshold": threshold})
 
 
@@ -288,6 +289,7 @@ def _state(judgment: Judgment) -> ScoringState:
 
 
 def ms_since(started: float) -> float:
+    """Milliseconds since `started` (a `time.perf_counter()` value), rounded for traces."""
     return round((time.perf_counter() - started) * 1000, 3)
 
 

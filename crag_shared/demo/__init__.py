@@ -21,6 +21,7 @@ QUESTIONS = [
 
 
 def corpus() -> list[Passage]:
+    """The demo's tiny corpus, as `Passage`s with ids and titles."""
     data = json.loads(resources.files(__package__).joinpath("corpus.json").read_text(encoding="utf-8"))
     return [Passage(d["text"], id=d["id"], title=d["title"]) for d in data]
 
@@ -37,10 +38,12 @@ def recorded_web_path() -> Path:
 
 
 def build_corrector() -> Corrector:
+    """The demo's Corrector: the lexical evaluator and the recorded web pages (nothing leaves the machine)."""
     return Corrector(web_search=ReplaySearch(recorded_web_path()))
 
 
 def show(result: CorrectionResult, out: TextIO) -> None:
+    """Print one result the way `crag demo` shows it: scores, action, strips, fallbacks, abstention."""
     upper, lower = result.thresholds
     out.write(f"\nQ: {result.query}\n  retrieved passages and evaluator scores:\n")
     for passage, score in zip(result.passages, result.scores):

@@ -69,9 +69,11 @@ class RetrievalEvaluator(ABC):
         return await asyncio.to_thread(self.evaluate, query, texts)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The scores alone, one per text in [-1, 1] (`evaluate` without its notes)."""
         return self.evaluate(query, _checked(texts)).scores
 
     async def ascore(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Async `score`."""
         return (await self.aevaluate(query, _checked(texts))).scores
 
 
@@ -86,6 +88,7 @@ def _checked(texts: Sequence[str]) -> list[str]:
 
 
 def clip(value: float) -> float:
+    """`value` clipped to [-1, 1]."""
     return max(-1.0, min(1.0, float(value)))
 
 

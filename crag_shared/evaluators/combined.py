@@ -42,28 +42,34 @@ class CombinedEvaluator(RetrievalEvaluator):
         self.report = dict(report or {})
 
     def warm_up(self) -> None:
+        """Load every member's model."""
         for member in self.members:
             member.warm_up()
 
     def clear_cache(self) -> None:
+        """Empty every member's cache (benchmarks measure unseen texts)."""
         for member in self.members:
             member.clear_cache()
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Each text's combined score from its members' scores; the members' notes are kept."""
         columns = [member.evaluate(query, texts) for member in self.members]
         notes = [note for column in columns for note in column.notes]
         return Evaluation([self.combine([c.scores[i] for c in columns]) for i in range(len(texts))], notes)
 
     def combine(self, member_scores: Sequence[float]) -> float:
+        """One pair's score from its members' scores: 2·σ(bias + Σ wᵢ·sᵢ) − 1."""
         z = self.bias + sum(w * s for w, s in zip(self.weights, member_scores))
         return 2.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))) - 1.0
 
     # -- files -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return {"format": FORMAT, "members": [m.spec for m in self.members], "weights": self.weights,
                 "bias": self.bias, "thresholds": list(self._thresholds), "report": self.report}
 
     def save(self, path: str | Path) -> None:
+        """Write the combination as JSON (readable by `load` and the spec `combined:PATH`)."""
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         self.path = str(path)
 

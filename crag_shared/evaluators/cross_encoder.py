@@ -39,6 +39,7 @@ class CrossEncoderEvaluator(HFSequenceEvaluator):
 
     @property
     def score_map(self) -> ScoreMap:
+        """The logit-to-score map in effect: the one given, else the checkpoint's, else by label count."""
         if self._score_map:
             return self._score_map
         config = self.model.config

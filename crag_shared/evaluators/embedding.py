@@ -23,9 +23,8 @@ from .pooling import mean_pooled
 Embed = Callable[[list[str]], list[list[float]]]
 
 
-#: Per unit: (midpoint, spread, default thresholds). Matched and sentence: the two classes' median cosines of
-#: all-MiniLM-L6-v2 on qa_pairs train are 0.665 / 0.432 (matched) and 0.669 / 0.446 (sentence), so the
-#: midpoint 0.55 maps to 0; passage: the mapping the passage cosine shipped with.
+#: Per unit: (midpoint, spread, default thresholds). The midpoint sits between the median cosines of relevant
+#: and irrelevant pairs of all-MiniLM-L6-v2 on qa_pairs train (docs: Benchmarks).
 UNIT_DEFAULTS: dict[str, tuple[float, float, tuple[float, float]]] = {
     "matched": (0.55, 0.25, (0.0, -0.5)),
     "sentence": (0.55, 0.25, (0.0, -0.5)),
@@ -56,14 +55,11 @@ class EmbeddingEvaluator(RetrievalEvaluator):
     - `embed_query` / `embed_texts`: the embedding model you already have, as functions
       (`crag_llamaindex.embedding_evaluator(embed_model)`, `crag_haystack.embedding_evaluator(...)`).
     A passage scores the cosine of its best sentence: a passage's mean embedding dilutes the one sentence
-    that answers (pair AUROC on qa_pairs eval 0.877 against 0.826 for the whole passage, README). Which
-    sentences are embedded is the unit:
+    that answers (measured in docs: Benchmarks). Which sentences are embedded is the unit:
     - `"matched"` (default, spec `embedding:PATH`): the `MATCHED_SENTENCES` sentences that best match the
-      question's words (LexicalEvaluator's measure). As accurate as embedding every sentence on every set
-      measured, for a third of the tokens (a 10-passage PopQA query, median: 17 of 45 sentences, 407 of
-      1,158 tokens), and 40 % of the tokens of `unit="passage"` (1,006), which a framework's embedding
-      API bills. Where no sentence shares a word with the question, a text's first two are embedded: for
-      paraphrase-heavy corpora use `"sentence"`;
+      question's words (LexicalEvaluator's measure): as accurate as every sentence on the sets measured,
+      for far fewer tokens, which a framework's embedding API bills. Where no sentence shares a word with
+      the question, a text's first two are embedded: for paraphrase-heavy corpora use `"sentence"`;
     - `"sentence"` (`embedding-sentence:PATH`): every distinct sentence, the best of all;
     - `"passage"` (`embedding-passage:PATH`): the whole passage, one embedding.
     Each text is embedded alone (padding is masked), so a score never depends on the other texts.
@@ -108,6 +104,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         return self._thresholds or self._unit_thresholds
 
     def warm_up(self) -> None:
+        """Load the encoder (a framework's embedding model needs nothing)."""
         if self.model_name is not None:
             load_once(self)
 
@@ -137,6 +134,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         return [known[text] for text in texts]
 
     def clear_cache(self) -> None:
+        """Forget the embeddings kept so far (benchmarks measure unseen texts)."""
         with self._lock:
             self._cache.clear()
 
@@ -181,6 +179,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         return [max(similarity[piece] for piece in group) for group in pieces]
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""
         return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
 
 

@@ -124,11 +124,13 @@ class HFSequenceEvaluator(RetrievalEvaluator):
 
     @property
     def model(self) -> Any:
+        """The loaded model (loaded on first use)."""
         self.warm_up()
         return self._model
 
     @property
     def tokenizer(self) -> Any:
+        """The loaded tokenizer (loaded on first use)."""
         self.warm_up()
         return self._tokenizer
 
@@ -257,6 +259,7 @@ class HFSequenceEvaluator(RetrievalEvaluator):
             return self._logits(features).float().cpu().numpy()
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Score (query, text) pairs in length-sorted, dynamically padded batches; each score is batch-independent."""
         return self.evaluate_batch([(query, texts)])[0]
 
     def evaluate_batch(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[Evaluation]:

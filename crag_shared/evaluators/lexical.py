@@ -25,9 +25,8 @@ class LexicalEvaluator(RetrievalEvaluator):
       first.
     The combination is mapped to [-1, 1], for the whole text and for its best sentence, and the two are
     averaged (`sentence_weight`): an answer is usually stated in one sentence, and a passage that spreads
-    the question's words over unrelated sentences is the typical hard negative. Chosen on qa_pairs train
-    (never on PopQA): pair AUROC on qa_pairs eval 0.866 -> 0.877, its hard negatives 0.824 -> 0.839,
-    PopQA 0.855 -> 0.857 and with titles 0.974 -> 0.974 (README). `sentence_weight=0` is the text alone.
+    the question's words over unrelated sentences is the typical hard negative. The weight was chosen on
+    qa_pairs train, never on PopQA (figures in docs: Benchmarks). `sentence_weight=0` is the text alone.
 
     Where it fails: it cannot see paraphrase or synonyms ("born" vs "birthplace"), negation, or whether
     the text actually states the answer rather than merely naming the subject; it rewards passages about
@@ -46,6 +45,7 @@ class LexicalEvaluator(RetrievalEvaluator):
         self.language = language
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Weighted coverage of the question's content words, whole text and best sentence averaged."""
         question = QuestionWords(query)
         return Evaluation([self._score(question, text) for text in texts])
 
@@ -92,6 +92,7 @@ class QuestionWords:
         self.total = sum(self.weights.values())
 
     def score(self, text: str) -> float:
+        """One text's score in [-1, 1] against these question words."""
         if not self.total:
             return -1.0
         found_at: dict[str, int] = {}

@@ -105,11 +105,13 @@ class LLMEvaluator(RetrievalEvaluator):
         return Evaluation([NEUTRAL if v is None else v for v in verdicts], notes)
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Ask the LLM, one call per query (or per document); unparsable verdicts score 0, noted."""
         if not texts:
             return Evaluation([])
         return self._read([self.llm.complete(p) for p in self._prompts(query, texts)], len(texts))
 
     async def aevaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Async `evaluate`."""
         if not texts:
             return Evaluation([])
         replies = await asyncio.gather(*(self.llm.acomplete(p) for p in self._prompts(query, texts)))

@@ -1,9 +1,8 @@
 """Cross-encoders on ONNX Runtime: the same model, exported once, fused and int8-quantized for CPUs.
 
 Why a second backend: on a CPU a MiniLM-class cross-encoder is compute-bound, so batching buys little
-once padding is gone. ONNX Runtime fuses attention, GELU and layer norms and runs int8 GEMMs;
-measured on PopQA (2-core AMD EPYC, AVX2) it scores ~2x the pairs/s of eager torch, ~1.4x torch's own int8.
-ORT's per-call overhead is small enough that scoring each pair alone (no padding at all) is fastest,
+once padding is gone. ONNX Runtime fuses attention, GELU and layer norms and runs int8 GEMMs, faster than
+eager torch and torch's own int8 (docs: Benchmarks). ORT's per-call overhead is small enough that scoring each pair alone (no padding at all) is fastest,
 hence `batch_size=1` by default.
 
 The export (torch + transformers needed, once) writes a self-contained directory: `model.onnx` or

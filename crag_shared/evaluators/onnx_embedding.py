@@ -23,8 +23,8 @@ class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
     by the checkpoint's files) or a directory written by `crag export-onnx --embedding`. `quantize=True`
     (default) uses int8 weights; `num_threads` sets ONNX Runtime's intra-op threads (default: all cores).
     Each text is embedded alone (`batch_size=1`): int8 quantizes a batch's activations with one scale, so a
-    text's embedding in a batch moves with its neighbours (cosines by up to 0.02 with MiniLM); alone it is
-    exactly batch-independent, at 0-15 % more time on 2 cores than batches of 8 (interleaved runs).
+    text's embedding in a batch moves with its neighbours; alone it is exactly batch-independent, for a
+    small cost in time (docs: Benchmarks).
     """
 
     spec_prefix = "onnx-embedding"

@@ -34,10 +34,12 @@ EXPORT_FORMAT = 3
 
 
 def onnx_file(quantize: bool) -> str:
+    """The model file name inside an export directory, by precision."""
     return "model_int8.onnx" if quantize else "model.onnx"
 
 
 def require_onnxruntime() -> Any:
+    """The onnxruntime module, or ImportError with the install hint."""
     try:
         import onnxruntime
     except ImportError as error:  # pragma: no cover - exercised only without the extra

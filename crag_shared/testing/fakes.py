@@ -137,6 +137,7 @@ class FakePage:
     headers: dict[str, str] = field(default_factory=dict)  # extra headers, e.g. Content-Encoding
 
     def html(self) -> bytes:
+        """The page as HTML (title, paragraphs)."""
         paragraphs = "".join(f"<p>{html_escape(p)}</p>" for p in self.paragraphs)
         return (f"<html><head><title>{html_escape(self.title)}</title></head><body><nav>Home | Search</nav>"
                 f"<h1>{html_escape(self.title)}</h1>{paragraphs}<footer>Footer links</footer></body></html>"
@@ -168,13 +169,16 @@ class FakeWeb:
 
     @property
     def url(self) -> str:
+        """The server's base URL (a SerpAPI `base_url`)."""
         assert self._server is not None, "start the FakeWeb first"
         return f"http://{self.host}:{self._server.server_address[1]}"
 
     def page_url(self, name: str) -> str:
+        """The URL the page named `name` is served at."""
         return f"{self.url}/page/{name}"
 
     def add(self, name: str, title: str, paragraphs: list[str] | None = None, **faults: Any) -> str:
+        """Serve a page of `paragraphs` under `name` (answering after `delay` seconds)."""
         self.pages[name] = FakePage(title, list(paragraphs or []), **faults)
         return self.page_url(name) if self._server else name
 

@@ -21,5 +21,6 @@ from .fakes import FakeWeb
 
 @pytest.fixture
 def crag_fake_web() -> Iterator[FakeWeb]:
+    """A running `FakeWeb` on loopback, closed after the test."""
     with FakeWeb() as web:
         yield web

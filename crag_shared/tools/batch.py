@@ -74,6 +74,7 @@ def finished_ids(path: Path) -> set[str]:
 
 
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
+    """One output line of `crag run`: the result (or the error) with its trace, as JSON-ready values."""
     if isinstance(result, FailedCorrection):
         return {"id": job.id, "question": job.question, "error": result.error}
     return {"id": job.id, "question": job.question, "action": result.action.value,

@@ -232,6 +232,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `crag` with `argv`; the exit status (2 with one line on stderr for any user error)."""
     try:
         args = build_parser().parse_args(argv)
         return HANDLERS[f"bench {args.bench}" if args.command == "bench" else args.command](args)

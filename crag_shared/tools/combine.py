@@ -21,8 +21,7 @@ def fit_combination(members: Sequence[RetrievalEvaluator], pairs: Sequence[Any],
     when some passage is more likely relevant than not (`upper_probability`), Incorrect when every
     passage is below `lower_probability`. Thresholds fitted by Eq. 2 on the same pairs are only
     reported (`report["eq2_thresholds"]`): they follow the fitting set's mix of queries, not the
-    pairs, and did not transfer (qa_pairs train gave upper 0.74, which sent 79 % of PopQA's queries
-    to Ambiguous; README)."""
+    pairs, and did not transfer to other sets (docs: Benchmarks)."""
     if not 0 < lower_probability <= upper_probability < 1:
         raise ValueError("need 0 < lower_probability <= upper_probability < 1")
     columns = [score_by_query(member, pairs, progress=progress) for member in members]

@@ -16,6 +16,7 @@ from ..text import titled
 
 @dataclass(frozen=True)
 class Pair:
+    """One labelled (query, passage) pair, with its query id, split and pair type."""
     query: str
     passage: str
     relevant: bool
@@ -95,6 +96,7 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
 
 
 def by_query(pairs: Iterable[Pair]) -> dict[str, list[Pair]]:
+    """The pairs grouped by query id, in first-seen order."""
     grouped: dict[str, list[Pair]] = defaultdict(list)
     for pair in pairs:
         grouped[pair.query_id].append(pair)

@@ -27,6 +27,7 @@ from .data import Pair, auroc
 
 @dataclass
 class TrainConfig:
+    """Everything `crag train-evaluator` takes: data, base model, head, loss, schedule and limits."""
     base_model: str
     out: str
     kind: Literal["bert", "t5"] = "bert"
@@ -50,6 +51,7 @@ class TrainConfig:
 
 @dataclass
 class TrainReport:
+    """What training did: validation history, best step and AUROC, steps, seconds, early stop."""
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
     best_auroc: float = float("nan")
@@ -58,6 +60,7 @@ class TrainReport:
     stopped_early: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """This object as JSON-ready values."""
         return asdict(self)
 
 
@@ -152,6 +155,7 @@ def listwise_loss(logits: Any, targets: Sequence[float], queries: Sequence[str],
 
 
 def score_pairs(model: _Model, encoded: Sequence[dict[str, list[int]]], batch_size: int = 64) -> list[float]:
+    """The model's scores of encoded pairs (no gradients)."""
     torch, _ = require_torch()
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
     scores = [0.0] * len(encoded)

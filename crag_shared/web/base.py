@@ -16,9 +16,13 @@ class WebSearchError(RuntimeError):
 class WebSearch(Protocol):
     """Search the web for `query` and return at most `top_k` results, with page paragraphs when fetched."""
 
-    def search(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
+    def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Search `query`; up to `top_k` results with page paragraphs. Raise `WebSearchError` on failure."""
+        ...
 
-    async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse: ...
+    async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Async `search`."""
+        ...
 
 
 def check_search(query: object, top_k: object) -> None:

@@ -64,9 +64,11 @@ class BoundedDecoder:
 
     @property
     def full(self) -> bool:
+        """Whether the byte cap is reached."""
         return self.produced >= self.limit or any(layer.left <= 0 for layer in self.layers)
 
     def feed(self, raw: bytes) -> bytes:
+        """Decode one chunk, up to the cap; the decoded bytes."""
         data = raw if self.layers else raw[: self.limit - self.produced]
         for layer in self.layers:
             data = layer.push(data)

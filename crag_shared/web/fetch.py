@@ -99,6 +99,7 @@ class PageFetcher:
         self.transport = transport
 
     def fetch_all_sync(self, urls: Sequence[str]) -> list[FetchedPage]:
+        """`fetch_all` from synchronous code (its own event loop in a worker thread when one runs)."""
         return run_sync(self.fetch_all(urls))
 
     async def fetch_all(self, urls: Sequence[str],

@@ -63,6 +63,7 @@ def is_public(address: str | IPAddress) -> bool:
 
 
 def literal_ip(host: str) -> IPAddress | None:
+    """`host` as an IP address if it is one in any form (decimal, hex, IPv4-mapped...), else None."""
     try:
         return ipaddress.ip_address(host.strip("[]").split("%")[0])
     except ValueError:
@@ -77,6 +78,7 @@ class AddressPolicy:
         self.networks = [] if isinstance(allow, bool) else [ipaddress.ip_network(n, strict=False) for n in allow]
 
     def permits(self, address: str) -> bool:
+        """Whether connecting to `address` is allowed."""
         if self.allow_all or is_public(address):
             return True
         ip = ipaddress.ip_address(address.split("%")[0])
@@ -113,6 +115,7 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None, socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        """Connect to the address checked for this host, never a new resolution."""
         addresses = await self.policy.resolve(host, port)
         last: Exception | None = None
         for address in addresses:  # the checked addresses, in resolver order
@@ -125,9 +128,11 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        """Refused: pages are fetched over TCP only."""
         raise Refused("refused: unix sockets are not fetched")
 
     async def sleep(self, seconds: float) -> None:
+        """Sleep as the wrapped backend does."""
         await self.inner.sleep(seconds)
 
 

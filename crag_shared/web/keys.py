@@ -30,6 +30,7 @@ class ApiKey:
         self.from_env = not api_key
 
     def reveal(self) -> str:
+        """The key itself, for the request that needs it."""
         return self._value
 
     def forms(self) -> list[str]:
@@ -39,6 +40,7 @@ class ApiKey:
         return sorted(forms, key=len, reverse=True)
 
     def scrub(self, text: str) -> str:
+        """`text` with the key (and its URL-encoded forms) replaced by a mask."""
         for form in self.forms():
             text = text.replace(form, "***")
         return text
@@ -59,6 +61,7 @@ class RedactQueryKeys(logging.Filter):
     pattern = re.compile(r"(api_key=)[^&\s\"']+", re.IGNORECASE)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Mask API keys in a log record's message and arguments; always keep the record."""
         message = record.getMessage()
         if "api_key=" in message.lower():
             record.msg, record.args = self.pattern.sub(r"\1***", message), None

@@ -12,6 +12,7 @@ from .base import check_search, split_paragraphs, titled_paragraphs
 
 @dataclass(frozen=True)
 class WebPage:
+    """A page for `InMemorySearch`: title, URL and text."""
     title: str
     url: str
     text: str
@@ -31,6 +32,7 @@ class InMemorySearch:
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """The pages sharing the most words with `query`, best first, split into paragraphs."""
         check_search(query, top_k)
         self.queries.append(query)
         scores = self._ranker.score(query, [f"{p.title}\n{p.text}" for p in self.pages])
@@ -51,4 +53,5 @@ class InMemorySearch:
         return WebSearchResponse(results, [], query)
 
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Async `search`."""
         return self.search(query, top_k)

@@ -43,6 +43,7 @@ class ReplaySearch:
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """The recorded results of `query` (none if it was not recorded)."""
         check_search(query, top_k)
         self.queries.append(query)
         recorded = self._recorded.get(_key(query))
@@ -51,4 +52,5 @@ class ReplaySearch:
         return InMemorySearch(recorded).ordered(query, top_k)
 
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Async `search`."""
         return self.search(query, top_k)

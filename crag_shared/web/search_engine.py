@@ -16,6 +16,7 @@ from .fetch import FetchedPage, PageFetcher, run_sync
 
 
 def is_wikipedia(url: str) -> bool:
+    """Whether `url` is a Wikipedia page."""
     host = (urlsplit(url).hostname or "").lower()
     return host == "wikipedia.org" or host.endswith(".wikipedia.org")
 
@@ -91,12 +92,15 @@ class FetchingSearch(ABC):
         return await asyncio.to_thread(self.organic_results, query)
 
     def engine_query(self, query: str) -> str:
+        """The query as sent to the engine (`Wikipedia, ` prefixed with `wiki_prefix`)."""
         return f"Wikipedia, {query}" if self.wiki_prefix and self.mode == "wiki" else query
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Search, then fetch and extract the chosen result pages concurrently."""
         return run_sync(self.asearch(query, top_k))
 
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
+        """Async `search`."""
         check_search(query, top_k)
         try:
             organic = await asyncio.wait_for(self.aorganic_results(query), self.timeout)

@@ -51,6 +51,7 @@ class SerpAPISearch(FetchingSearch):
         return f"SerpAPISearch(engine={self.engine!r}, mode={self.mode!r}, base_url={self.base_url!r})"
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
+        """The engine's organic results for `query` (title, link, snippet), or WebSearchError."""
         try:
             data = self._call({"engine": self.engine, "q": self.engine_query(query), "num": self.num_results,
                                **self.params})

@@ -41,9 +41,11 @@ class SerperSearch(FetchingSearch):
         return f"SerperSearch(mode={self.mode!r}, base_url={self.base_url!r})"
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
+        """Serper's organic results for `query` (title, link, snippet), or WebSearchError."""
         return run_sync(self.aorganic_results(query))
 
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
+        """Async `organic_results`."""
         body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
         try:
             async with httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False) as client:

@@ -54,11 +54,13 @@ def passage_pieces(ctxs: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def reached(sent: Sequence[str], ctxs: Sequence[dict[str, Any]]) -> bool:
+    """Whether any recognizable piece of the passages appears in what the generator was sent."""
     joined = "\n".join(sent)
     return any(piece in joined for piece in passage_pieces(ctxs))
 
 
 def core_answer() -> Answer:
+    """`Corrector.correct` as an entry point: the knowledge text it would hand the generator."""
     corrector = Corrector()
 
     def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
@@ -71,6 +73,7 @@ def core_answer() -> Answer:
 
 
 def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
+    """The LlamaIndex entry points over these rows, each with a recording stand-in LLM."""
     from llama_index.core.query_engine import RetrieverQueryEngine
     from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -105,6 +108,7 @@ async def _run_workflow(workflow: Any, question: str) -> Any:
 
 
 def haystack_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
+    """The Haystack entry points over these rows, each with a recording stand-in generator."""
     from haystack import Document, Pipeline
 
     from crag_haystack import build_crag_pipeline
@@ -144,6 +148,7 @@ def measure(rows: Sequence[dict[str, Any]], answers: dict[str, Answer]) -> dict[
 
 
 def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1) -> dict[str, Any]:
+    """Run the benchmark, print its table to `out`, and return the figures."""
     inside, outside = load(bench, queries, shift)
     results: dict[str, Any] = {}
     for label, rows in (("out of corpus", outside), ("in corpus", inside)):

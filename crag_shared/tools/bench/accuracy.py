@@ -32,6 +32,7 @@ def figures(scores: Sequence[Sequence[float]], labels: Sequence[Sequence[bool]],
 
 
 def baselines(pairs: Sequence[Pair]) -> dict:
+    """Figures of simple judges (word overlap) beside the evaluators, on the same pairs."""
     groups = list(by_query(pairs).values())
     positive_queries = sum(any(p.relevant for p in g) for g in groups)
     return {"always_correct_query_accuracy": positive_queries / len(groups),
@@ -58,6 +59,7 @@ def kfold_figures(pairs: Sequence[Pair], k: int, base_model: str, steps: int, po
 
 
 def report(name: str, values: dict, out: TextIO) -> None:
+    """Print one evaluator's figures."""
     actions = ", ".join(f"{k} {v}" for k, v in values["actions"].items())
     out.write(f"  {name}\n    pair AUROC {values['pair_auroc']:.3f} | pair accuracy {values['pair_accuracy']:.3f} | "
               f"pair F1 {values['pair_f1']:.3f} | query accuracy {values['query_accuracy']:.3f} | "
@@ -68,6 +70,7 @@ def report(name: str, values: dict, out: TextIO) -> None:
 def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | None = None, kfold: int = 0,
         base_model: str | None = None, train_steps: int = 100, progress: bool = True,
         split: str | None = None, titles: bool = False) -> dict:
+    """Evaluate each evaluator on labelled pairs (and k folds if asked); print and return the figures."""
     from ...evaluators import evaluator_from_spec
     from ..data import load_pairs
 

@@ -41,6 +41,7 @@ def recorded_pages(web_knowledge: str) -> dict[str, list[str]]:
 
 
 def load(bench: Path, queries: int) -> list[dict[str, Any]]:
+    """The benchmark rows."""
     web = {r["idx"]: r for r in map(json.loads, (bench / "popqa_web.jsonl").open(encoding="utf-8"))}
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     for row in rows:
@@ -67,6 +68,7 @@ def _score_text(texts: Sequence[str], answers: Sequence[str]) -> tuple[bool, int
 
 
 def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, queries: int = 100) -> dict:
+    """Answer recall and words handed over, plain RAG against CRAG per evaluator; printed and returned."""
     rows = load(bench, queries)
     plain = [_score_text([c["text"] for c in r["ctxs"][:10]], r["answers"]) for r in rows]
     results: dict[str, Any] = {"plain": {"recall": sum(h for h, _ in plain) / len(rows),

@@ -65,6 +65,7 @@ def t5_small_dir(texts: Sequence[str]) -> Path:
 
 
 def load_popqa(bench: Path, queries: int) -> list[tuple[str, list[str]]]:
+    """PopQA's first `queries` questions with their top-10 passages."""
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     return [(r["question"], [c["text"] for c in r["ctxs"][:10]]) for r in rows]
 
@@ -132,11 +133,13 @@ def latency_summary(rounds: Sequence[Sequence[float]]) -> dict[str, float]:
 
 def decision_latency(evaluator: RetrievalEvaluator, data: Sequence[tuple[str, list[str]]],
                      rounds: int = 1) -> dict[str, float]:
+    """p50/p95 milliseconds of one whole CRAG decision per query, over the data."""
     runs = [decision_times(evaluator, data) for _ in range(rounds)]
     return {**latency_summary([times for times, _ in runs]), "strips_per_query": runs[0][1]}
 
 
 def llm_calls_per_query(data: Sequence[tuple[str, list[str]]]) -> dict[str, float]:
+    """LLM calls one query costs with the LLM judge, batched and per document."""
     calls = 0
 
     def judge(prompt: str) -> str:
@@ -155,6 +158,7 @@ def llm_calls_per_query(data: Sequence[tuple[str, list[str]]]) -> dict[str, floa
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory, in MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
