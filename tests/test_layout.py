@@ -96,8 +96,8 @@ def test_every_public_name_has_a_docstring():
 
             def visit(body, prefix, path=path):
                 for node in body:
-                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \\
-                            and not node.name.startswith("_"):
+                    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                    if isinstance(node, kinds) and not node.name.startswith("_"):
                         if not ast.get_docstring(node):
                             undocumented.append(f"{path.relative_to(ROOT)}:{node.lineno} {prefix}{node.name}")
                         if isinstance(node, ast.ClassDef):

@@ -2,8 +2,8 @@
 
 Why a second backend: on a CPU a MiniLM-class cross-encoder is compute-bound, so batching buys little
 once padding is gone. ONNX Runtime fuses attention, GELU and layer norms and runs int8 GEMMs, faster than
-eager torch and torch's own int8 (docs: Benchmarks). ORT's per-call overhead is small enough that scoring each pair alone (no padding at all) is fastest,
-hence `batch_size=1` by default.
+eager torch and torch's own int8 (docs: Benchmarks). ORT's per-call overhead is small enough that scoring
+each pair alone (no padding at all) is fastest, hence `batch_size=1` by default.
 
 The export (torch + transformers needed, once) writes a self-contained directory: `model.onnx` or
 `model_int8.onnx`, the tokenizer, the config (with `crag_*` settings) and `crag_onnx.json`. Loading that
