@@ -15,7 +15,7 @@ def log_fallbacks(component: Any, fallbacks: Iterable[Fallback]) -> None:
     outcome of the setup (no web search configured) at INFO, once per component."""
     name = type(component).__name__
     for fallback in fallbacks:
-        message = f"{name}: CRAG fallback in {fallback.step}: {fallback.reason} -> {fallback.applied}"
+        message = f"{name}: CRAG fallback in {fallback}"
         if not fallback.expected:
             logger.warning(message)
         elif not getattr(component, "_said_expected", False):

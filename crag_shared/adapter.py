@@ -88,7 +88,7 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict
         return metadata
     metadata["crag_action"] = result.action.value
     if result.fallbacks:
-        metadata["crag_fallbacks"] = [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks]
+        metadata["crag_fallbacks"] = [str(f) for f in result.fallbacks]
     return metadata
 
 

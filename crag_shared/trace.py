@@ -186,6 +186,10 @@ class Fallback:
     applied: str
     expected: bool = False
 
+    def __str__(self) -> str:
+        """"step: reason -> what was done", the one way a fallback is written in logs and metadata."""
+        return f"{self.step}: {self.reason} -> {self.applied}"
+
 
 S = TypeVar("S", bound=Step)
 
@@ -204,9 +208,10 @@ class Trace:
     def fallback(self, step: str, reason: str, applied: str, *, expected: bool = False) -> None:
         """Record a fallback. A fault is also logged as a warning on the "crag" logger; an `expected` one
         is left to its caller to log once."""
-        self.fallbacks.append(Fallback(step, reason, applied, expected))
+        fallback = Fallback(step, reason, applied, expected)
+        self.fallbacks.append(fallback)
         if not expected:
-            LOG.warning("CRAG fallback in %s: %s -> %s", step, reason, applied)
+            LOG.warning("CRAG fallback in %s", fallback)
         self.add(FallbackTaken(step, reason, applied, expected))
 
     def extend(self, other: Trace) -> None:

@@ -57,7 +57,7 @@ def show(result: CorrectionResult, out: TextIO) -> None:
         out.write(f"    [{strip.origin.value} {strip.score:+.2f}] {where}\n")
         out.write(textwrap.indent(textwrap.fill(strip.text, 96), "      ") + "\n")
     for fallback in result.fallbacks:
-        out.write(f"  fallback: {fallback.step}: {fallback.reason} -> {fallback.applied}\n")
+        out.write(f"  fallback: {fallback}\n")
     if result.abstention is not None:
         out.write(f"  abstained (the LLM is not asked): {result.abstention.reason}\n")
 

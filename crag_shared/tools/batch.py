@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ..corrector import Corrector
 from ..types import CorrectionResult, FailedCorrection, Passage
-from .data import json_rows
+from .data import json_rows, passage_text, query_id, record_id, row_query
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,12 @@ def read_jobs(path: str | Path) -> Iterator[Job]:
     for number, row in json_rows(path):
         try:
             if "ctxs" in row:
-                job_id = str(row.get("id", row.get("idx", row.get("question_id", number))))
+                job_id = record_id(row, number)
                 passages = [_passage(c, f"{job_id}:{i}") for i, c in enumerate(row["ctxs"])]
                 yield Job(job_id, str(row["question"]), passages)
                 continue
-            question = str(row.get("query", row.get("question")))
-            job_id = str(row.get("query_id", row.get("question_id", question)))
+            question = str(row_query(row))
+            job_id = query_id(row, question)
             job = grouped.setdefault(job_id, Job(job_id, question, []))
             job.passages.append(_passage(row, f"{job_id}:{len(job.passages)}"))
         except (KeyError, TypeError, ValueError) as error:
@@ -48,7 +48,7 @@ def read_jobs(path: str | Path) -> Iterator[Job]:
 
 
 def _passage(row: dict[str, Any], default_id: str) -> Passage:
-    text = row.get("text", row.get("passage"))
+    text = passage_text(row)
     if not isinstance(text, str):
         raise TypeError("a passage needs a text")
     title = row.get("title")
@@ -82,7 +82,7 @@ def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, A
             "web_missing": result.web_missing, "scores": result.scores,
             "thresholds": list(result.thresholds), "rewritten_query": result.rewritten_query,
             "web_urls": [r.url for r in result.web_results], "knowledge": [s.to_dict() for s in result.knowledge],
-            "fallbacks": [f"{f.step}: {f.reason} -> {f.applied}" for f in result.fallbacks],
+            "fallbacks": [str(f) for f in result.fallbacks],
             "trace": result.trace.to_dict()}
 
 

@@ -37,8 +37,31 @@ def _label(value: object) -> bool:
     raise ValueError(f"cannot read {value!r} as a relevance label")
 
 
+def passage_text(row: dict[str, Any]) -> Any:
+    """A pair's or ctx's passage: `passage`, else `text` (the one reading of both formats, for every tool)."""
+    return row["passage"] if "passage" in row else row.get("text")
+
+
+def row_query(row: dict[str, Any]) -> Any:
+    """A row's question: `query`, else `question`."""
+    return row["query"] if "query" in row else row.get("question")
+
+
+def record_id(row: dict[str, Any], number: int) -> str:
+    """A retrieval record's id: `id`, else `idx`, else `question_id`, else its line number."""
+    for key in ("id", "idx", "question_id"):
+        if key in row:
+            return str(row[key])
+    return str(number)
+
+
+def query_id(row: dict[str, Any], query: str) -> str:
+    """The query a pair row belongs to: `query_id`, else `question_id`, else the question itself."""
+    return str(row["query_id"] if "query_id" in row else row.get("question_id", query))
+
+
 def _text(row: dict, titles: bool) -> str:
-    text = row.get("passage", row.get("text")) or ""
+    text = passage_text(row) or ""
     return titled(text, row.get("title")) if titles else text
 
 
@@ -74,15 +97,15 @@ def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split
     for number, row in json_rows(path):
         try:
             if "ctxs" in row:
-                qid = str(row.get("idx", row.get("id", number)))
+                qid = record_id(row, number)
                 pairs.extend(Pair(row["question"], _text(c, titles), _label(c["relevant"]), qid, row.get("split"))
                              for c in row["ctxs"][:top_k])
                 continue
-            query = row.get("query", row.get("question"))
+            query = row_query(row)
             if not isinstance(query, str):
                 raise ValueError("no query (or question) string")
             label = row["label"] if "label" in row else row["relevant"]
-            qid = str(row.get("query_id", row.get("question_id", query)))
+            qid = query_id(row, query)
             pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split"),
                               row.get("pair_type")))
         except (KeyError, TypeError, ValueError, RecursionError) as error:
