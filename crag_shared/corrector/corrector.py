@@ -8,9 +8,9 @@ Jupyter).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
 from ..evaluators.lexical import LexicalEvaluator
@@ -29,6 +29,7 @@ from .protocol import (
     Request,
     ScoreAnswer,
     ScoreRequest,
+    Step,
     WebAnswer,
     WebRequest,
 )
@@ -129,7 +130,7 @@ class Corrector(Walks):
         loop = many_walks(items, [self._walk(query, passages) for query, passages in items])
         gate = asyncio.Semaphore(max(1, web_concurrency))
 
-        async def web(request: WebRequest) -> Any:
+        async def web(request: WebRequest) -> Answer:
             async with gate:
                 try:
                     return await self._aserve(request)
@@ -209,8 +210,8 @@ class Corrector(Walks):
         """Async `refine`."""
         return await self._adrive(self._refine_only(query, passages, web, top_k))
 
-    def _drive(self, walk: Generator[Request, Any, T]) -> T:
-        answer: Any = None
+    def _drive(self, walk: Step[T]) -> T:
+        answer: Answer = None
         while True:
             try:
                 request = walk.send(answer)
@@ -218,8 +219,8 @@ class Corrector(Walks):
                 return done.value
             answer = self._serve(request)
 
-    async def _adrive(self, walk: Generator[Request, Any, T]) -> T:
-        answer: Any = None
+    async def _adrive(self, walk: Step[T]) -> T:
+        answer: Answer = None
         while True:
             try:
                 request = walk.send(answer)
@@ -227,16 +228,36 @@ class Corrector(Walks):
                 return done.value
             answer = await self._aserve(request)
 
-    def _serve(self, request: Request) -> Any:
+    def _serve(self, request: Request) -> Answer:
         if isinstance(request, BothRequest):
-            return self._serve(request.first), self._serve(request.second)
-        if isinstance(request, ScoreRequest):
-            try:
-                return request.evaluator.evaluate(request.query, request.texts)
-            except EvaluatorConfigurationError:
-                raise
-            except Exception as error:
-                return Failed(error)
+            return self._scored(request.first), self._searched(request.second)
+        return self._scored(request) if isinstance(request, ScoreRequest) else self._searched(request)
+
+    async def _aserve(self, request: Request) -> Answer:
+        if isinstance(request, BothRequest):
+            scored, found = await asyncio.gather(self._ascored(request.first), self._asearched(request.second))
+            return scored, found
+        return await (self._ascored(request) if isinstance(request, ScoreRequest) else self._asearched(request))
+
+    @staticmethod
+    def _scored(request: ScoreRequest) -> ScoreAnswer:
+        try:
+            return request.evaluator.evaluate(request.query, request.texts)
+        except EvaluatorConfigurationError:
+            raise
+        except Exception as error:
+            return Failed(error)
+
+    @staticmethod
+    async def _ascored(request: ScoreRequest) -> ScoreAnswer:
+        try:
+            return await request.evaluator.aevaluate(request.query, request.texts)
+        except EvaluatorConfigurationError:
+            raise
+        except Exception as error:
+            return Failed(error)
+
+    def _searched(self, request: WebRequest) -> WebAnswer:
         search = self._searcher()
         rewrite = self.rewriter.rewrite(request.question)
         try:
@@ -245,16 +266,7 @@ class Corrector(Walks):
             return WebAnswer(rewrite, Failed(error))
         return WebAnswer(rewrite, checked_response(search, response))
 
-    async def _aserve(self, request: Request) -> Any:
-        if isinstance(request, BothRequest):
-            return tuple(await asyncio.gather(self._aserve(request.first), self._aserve(request.second)))
-        if isinstance(request, ScoreRequest):
-            try:
-                return await request.evaluator.aevaluate(request.query, request.texts)
-            except EvaluatorConfigurationError:
-                raise
-            except Exception as error:
-                return Failed(error)
+    async def _asearched(self, request: WebRequest) -> WebAnswer:
         search = self._searcher()
         rewrite = await self.rewriter.arewrite(request.question)
         try:

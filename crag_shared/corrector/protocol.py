@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 from .. import policy as policies  # a module: `crag_shared.types` imports this one while policy may be loading
 from ..evaluators.base import Evaluation, RetrievalEvaluator
@@ -77,4 +77,7 @@ class ScoringState:
 Request: TypeAlias = "ScoreRequest | WebRequest | BothRequest"
 ScoreAnswer: TypeAlias = "Evaluation | Failed"
 Answer: TypeAlias = "ScoreAnswer | WebAnswer | tuple[ScoreAnswer, WebAnswer] | QueryFailed | None"
-Walk: TypeAlias = "Generator[Request, Answer, CorrectionResult]"
+T = TypeVar("T")
+#: A part of the walk that ends in a T: it yields requests and is sent their answers.
+Step: TypeAlias = "Generator[Request, Answer, T]"
+Walk: TypeAlias = "Step[CorrectionResult]"

@@ -8,9 +8,9 @@ refiners, rewriter, web search, fallbacks), so every driver shares every decisio
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator, describe
 from ..policy import ActionPolicy
@@ -47,7 +47,19 @@ from ..types import (
 from ..web.base import WebSearch
 from ..web.outcome import read_search
 from .checks import as_passages, check_query, checked_scores, query_text
-from .protocol import BothRequest, Failed, ScoreAnswer, ScoreRequest, ScoringState, Walk, WebAnswer, WebRequest
+from .protocol import (
+    Answer,
+    BothRequest,
+    Failed,
+    ScoreAnswer,
+    ScoreRequest,
+    ScoringState,
+    Step,
+    T,
+    Walk,
+    WebAnswer,
+    WebRequest,
+)
 
 NO_WEB_SEARCH = "no web search configured"
 
@@ -83,14 +95,15 @@ class Walks:
                 internal = done.value
                 web = yield from self._search_walk(judgment.query)
             else:
-                both = yield BothRequest(first, WebRequest(judgment.query, self.web_top_k))
+                # a refinement asks only for scores; a request's answer has the request's kind
+                both = yield BothRequest(cast(ScoreRequest, first), WebRequest(judgment.query, self.web_top_k))
                 answer, found = cast("tuple[ScoreAnswer, WebAnswer]", both)
                 internal = yield from resume(refine, answer)
                 web = self._read_web(judgment.query, found)
         return (yield from self._finish_walk(judgment, web, internal, started))
 
     def _judge_slice(self, query: str, passages: Sequence[str | Passage], policy: ActionPolicy | None = None
-                     ) -> Generator[Any, Any, Judgment]:
+                     ) -> Step[Judgment]:
         query, items = query_text(query), as_passages(passages)
         trace, state = Trace(), ScoringState(self.evaluator, policy or self.policy)
         thresholds = (state.policy.upper, state.policy.lower)
@@ -175,7 +188,7 @@ class Walks:
                  "strips. Pass web_search=... to search the web.", kept)
 
     def _judge(self, state: ScoringState, trace: Trace, query: str, items: list[Passage]
-               ) -> Generator[Any, Any, tuple[list[int], list[float], Action]]:
+               ) -> Step[tuple[list[int], list[float], Action]]:
         """Steps 1-2 of Algorithm 1: score every passage with text, then decide the action."""
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
         for i in sorted(set(range(len(items))) - set(valid)):
@@ -197,7 +210,7 @@ class Walks:
         return valid, scores, action
 
     def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool, top_k: int | None
-                     ) -> Generator[Any, Any, Refinement]:
+                     ) -> Step[Refinement]:
         query, items = check_query(query), as_passages(passages)
         trace, state = Trace(), ScoringState(self.evaluator, self.policy)
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
@@ -207,18 +220,18 @@ class Walks:
         strips = yield from self._refine(state, trace, query, items, valid, refiner, origin)
         return Refinement(strips, trace)
 
-    def _search_walk(self, question: str) -> Generator[Any, Any, WebOutcome | None]:
+    def _search_walk(self, question: str) -> Step[WebOutcome | None]:
         if self.web_search is None:
             return None
         found = yield WebRequest(question, self.web_top_k)
-        return self._read_web(question, found)
+        return self._read_web(question, cast(WebAnswer, found))
 
     def _scored_text(self, passage: Passage) -> str:
         text = passage.text or ""
         return titled(text, passage.title) if self.score_titles else text
 
     def _score(self, state: ScoringState, trace: Trace, query: str, texts: list[str]
-               ) -> Generator[Any, Any, list[float]]:
+               ) -> Step[list[float]]:
         """Score texts, each distinct text once per query; on evaluator failure switch to the fallback.
 
         Texts that differ only in whitespace count as one (every evaluator here tokenizes on whitespace): a
@@ -245,7 +258,7 @@ class Walks:
 
     def _refine(self, state: ScoringState, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
                 refiner: StripRefiner, origin: Origin, threshold: float | None = None
-                ) -> Generator[Any, Any, list[Strip]]:
+                ) -> Step[list[Strip]]:
         started = time.perf_counter()
         for i in indices:
             if len(passages[i].text or "") > refiner.max_chars:
@@ -271,7 +284,7 @@ def with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
     return StripRefiner(**{**refiner.config(), "threshold": threshold})
 
 
-def resume(walk: Generator[Any, Any, Any], answer: Any) -> Generator[Any, Any, Any]:
+def resume(walk: Step[T], answer: Answer) -> Step[T]:
     """Continue a sub-walk whose first request was already answered."""
     while True:
         try:
