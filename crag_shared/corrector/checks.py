@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Iterable
 
 from ..evaluators.base import Evaluation, RetrievalEvaluator, clip, describe
 from ..types import Passage, Trace, WebResult, WebSearchResponse
@@ -16,7 +16,7 @@ from ..web.base import WebSearch
 from .protocol import Failed
 
 
-def checked_scores(evaluator: RetrievalEvaluator, answer: Any, expected: int, trace: Trace
+def checked_scores(evaluator: RetrievalEvaluator, answer: object, expected: int, trace: Trace
                     ) -> Evaluation | Failed:
     """An evaluator's output where it enters the walk.
 
@@ -43,7 +43,7 @@ def checked_scores(evaluator: RetrievalEvaluator, answer: Any, expected: int, tr
     return Evaluation([clip(score) for score in scores], list(answer.notes))
 
 
-def checked_response(provider: WebSearch, response: Any) -> WebSearchResponse:
+def checked_response(provider: WebSearch, response: object) -> WebSearchResponse:
     """A web provider's answer where it enters the walk: anything but a WebSearchResponse of WebResults
     is the provider's bug, said clearly (a failing search raises instead, and takes the fallback)."""
     name = type(provider).__name__
@@ -55,7 +55,7 @@ def checked_response(provider: WebSearch, response: Any) -> WebSearchResponse:
     return response
 
 
-def query_text(query: Any) -> str:
+def query_text(query: object) -> str:
     """The query as judged: stripped; "" (an empty or whitespace query) is judged as UNJUDGED. Anything but
     a string is the caller's bug."""
     if not isinstance(query, str):
@@ -63,17 +63,17 @@ def query_text(query: Any) -> str:
     return query.strip()
 
 
-def check_query(query: Any) -> str:
+def check_query(query: object) -> str:
     """A question to search or refine against: a non-empty string (ValueError or TypeError otherwise)."""
-    query = query_text(query)
-    if not query:
+    text = query_text(query)
+    if not text:
         raise ValueError("query must be a non-empty string (got an empty or whitespace-only query)")
-    return query
+    return text
 
 
-def as_passages(passages: Any) -> list[Passage]:
+def as_passages(passages: object) -> list[Passage]:
     """The passages as `Passage`s with ids (their index when missing); anything else is a TypeError naming it."""
-    if passages is None or isinstance(passages, (str, bytes)):
+    if not isinstance(passages, Iterable) or isinstance(passages, (str, bytes)):
         raise TypeError("passages must be a list of strings or Passage objects")
     items = []
     for i, p in enumerate(passages):
