@@ -94,7 +94,7 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict
 
 def result_metadata(result: CorrectionResult) -> dict[str, Any]:
     """What adapters expose about one correction: the summary plus the whole trace."""
-    return {**result.summary(), "trace": result.trace.to_dict()}
+    return result.to_dict()
 
 
 def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:

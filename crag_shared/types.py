@@ -237,7 +237,8 @@ class CorrectionResult:
         return "\n".join(s.prompt_text() for s in self.knowledge)
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-ready digest for adapters' metadata (no passage texts, no secrets)."""
+        """A JSON-ready digest (no texts, no trace, no secrets): action, abstention, scores, thresholds, web
+        URLs, each strip's provenance, fallbacks."""
         return {
             "action": self.action.value,
             "abstained": self.abstained,
@@ -251,6 +252,14 @@ class CorrectionResult:
                         "position": s.position, "url": s.url, "title": s.title} for s in self.knowledge],
             "fallbacks": [asdict(f) for f in self.fallbacks],
         }
+
+    def to_dict(self, *, texts: bool = False) -> dict[str, Any]:
+        """The one serialized form of a result: the summary and the whole trace; with `texts`, every strip
+        in full (text and span), as `crag run` writes it. Adapters expose it as their CRAG metadata."""
+        data = {**self.summary(), "trace": self.trace.to_dict()}
+        if texts:
+            data["strips"] = [s.to_dict() for s in self.knowledge]
+        return data
 
 
 # Judgment.state's type, imported last: the corrector's protocol builds on the types above, and frameworks

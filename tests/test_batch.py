@@ -91,8 +91,8 @@ def test_crag_run_resumes_without_duplicates(bench_dir, tmp_path, capsys):
     assert main(["run", "--data", data, "--out", str(out), "--web", web]) == 0
     assert "0 corrected, 0 failed, 100 already" in capsys.readouterr().out
     sample = rows[0]
-    assert {"action", "scores", "knowledge", "rewritten_query", "web_urls", "trace"} <= set(sample)
-    assert all("source_id" in strip and "start" in strip for strip in sample["knowledge"])
+    assert {"action", "abstention", "scores", "strips", "rewritten_query", "web_urls", "trace"} <= set(sample)
+    assert all("source_id" in strip and "start" in strip and strip["text"] for strip in sample["strips"])
 
 
 def test_crag_run_groups_pairs_and_reports_bad_input(tmp_path, capsys):

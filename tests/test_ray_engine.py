@@ -55,7 +55,7 @@ def test_ray_engine_writes_what_the_local_engine_writes_and_resumes(ray_cluster,
     counts = run_on_ray(config, data, on_ray, batch_size=3, progress=False)
     assert counts["skipped"] == 4 and counts["done"] + counts["failed"] == 4
     assert [_comparable(r) for r in _records(on_ray)] == [_comparable(r) for r in _records(local)]
-    assert [r["knowledge"] for r in _records(on_ray)] == [r["knowledge"] for r in _records(local)]
+    assert [r["strips"] for r in _records(on_ray)] == [r["strips"] for r in _records(local)]
 
     again = tmp_path / "cli.jsonl"
     assert main(["run", "--data", str(data), "--out", str(again), "--engine", "ray", "--batch-size", "2"]) == 0

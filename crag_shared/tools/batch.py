@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -74,16 +74,11 @@ def finished_ids(path: Path) -> set[str]:
 
 
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
-    """One output line of `crag run`: the result (or the error) with its trace, as JSON-ready values."""
+    """One output line of `crag run`: the job's id and question, and the result in full (`to_dict(texts=True)`)
+    or the error."""
     if isinstance(result, FailedCorrection):
         return {"id": job.id, "question": job.question, "error": result.error}
-    return {"id": job.id, "question": job.question, "action": result.action.value,
-            "abstention": asdict(result.abstention) if result.abstention else None,
-            "web_missing": result.web_missing, "scores": result.scores,
-            "thresholds": list(result.thresholds), "rewritten_query": result.rewritten_query,
-            "web_urls": [r.url for r in result.web_results], "knowledge": [s.to_dict() for s in result.knowledge],
-            "fallbacks": [str(f) for f in result.fallbacks],
-            "trace": result.trace.to_dict()}
+    return {"id": job.id, "question": job.question, **result.to_dict(texts=True)}
 
 
 def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, bool]]:

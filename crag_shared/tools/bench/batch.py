@@ -112,7 +112,7 @@ def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: in
             run_on_ray(config, data, ray_out, batch_size=batch_size, progress=False)
             ray_times.append(time.perf_counter() - started)
         local_s, ray_s = min(local_times), min(ray_times)
-        knowledge = [[json.loads(line)["knowledge"] for line in path.open(encoding="utf-8")]
+        knowledge = [[json.loads(line)["strips"] for line in path.open(encoding="utf-8")]
                      for path in (local_out, ray_out)]
     figures = {"engine_queries": float(len(rows) * copies), "local_s": local_s, "ray_cluster_s": cluster_s,
                "ray_s": ray_s, "ray_ratio": ray_s / local_s, "identical_knowledge": float(knowledge[0] == knowledge[1])}
