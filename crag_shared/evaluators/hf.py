@@ -76,9 +76,10 @@ def load_once(evaluator: Any) -> None:
 class HFSequenceEvaluator(RetrievalEvaluator):
     """Base for evaluators backed by `AutoModelForSequenceClassification`-style checkpoints.
 
-    Subclasses say how a (query, text) pair becomes model input and how logits become scores.
+    Subclasses say how a (query, text) pair becomes model input and how logits become scores. Models load on
+    first use (or `warm_up`). `num_threads`, when given, sets torch's intra-op thread count, which torch
+    keeps for the whole process: leave it None inside an application that tunes torch itself.
     """
-
 
     def __init__(
         self,
