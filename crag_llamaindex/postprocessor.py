@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -62,11 +64,17 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
                  config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
         settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
-        if evaluator is not None:
-            settings["evaluator"] = evaluator if isinstance(evaluator, str) else evaluator_spec(evaluator)
+        if isinstance(evaluator, BaseEmbedding):  # the app's embedding model itself: judge with it
+            evaluator = embedding_evaluator(evaluator)
+        elif evaluator is not None and not isinstance(evaluator, (str, RetrievalEvaluator)):
+            raise TypeError(f"evaluator must be a spec string (e.g. 'lexical', 'embedding'), a crag evaluator or "
+                            f"a LlamaIndex embedding model, got {type(evaluator).__name__}")
         if config is not None and settings:
-            raise ValueError("pass either config=... or individual settings, not both")
+            raise ValueError(f"pass either config=CRAGConfig(...) or its settings as keywords ({', '.join(settings)}), "
+                             "not both; an evaluator= goes with either")
         config = config_from(config if config is not None else settings)
+        if evaluator is not None:  # it wins over the config's spec
+            config = replace(config, evaluator=evaluator if isinstance(evaluator, str) else evaluator_spec(evaluator))
         super().__init__(config=config, return_strips=return_strips,
                          callback_manager=callback_manager or CallbackManager())
         instance = None if evaluator is None or isinstance(evaluator, str) else evaluator

@@ -49,6 +49,28 @@ class CRAGConfig:
     max_keywords: int = 3
     fallback_evaluator: str | None = "lexical"
 
+    def __post_init__(self) -> None:
+        """Every setting checked where it is given, naming it: a wrong type or value fails here, not deep
+        inside the first query."""
+        _expect("evaluator", self.evaluator, isinstance(self.evaluator, str), "a spec string")
+        for name in ("thresholds_path", "fallback_evaluator"):
+            value = getattr(self, name)
+            _expect(name, value, value is None or isinstance(value, str), "a string or None")
+        for name in ("upper", "lower", "strip_threshold"):
+            value = getattr(self, name)
+            ok = (value is None and name != "strip_threshold") or (_is_number(value) and -1.0 <= value <= 1.0)
+            _expect(name, value, ok, "a number in [-1, 1]" + (" or None" if name != "strip_threshold" else ""))
+        for name in ("strip_top_k", "web_top_k", "max_keywords"):
+            value = getattr(self, name)
+            _expect(name, value, isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                    "an integer of at least 1")
+        for name in ("refine_mode", "web_refine_mode"):
+            value = getattr(self, name)
+            _expect(name, value, value in ("fixed_num", "excerption", "selection"),
+                    "'excerption', 'fixed_num' or 'selection'")
+        _expect("on_web_failure", self.on_web_failure, self.on_web_failure in ("keep", "drop"), "'drop' or 'keep'")
+        _expect("score_titles", self.score_titles, isinstance(self.score_titles, bool), "True or False")
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CRAGConfig":
         """Rebuild from `to_dict`'s output; a malformed dict raises ValueError naming what is wrong."""
@@ -98,3 +120,12 @@ class CRAGConfig:
         """The strip refiner for retrieved passages, or with `web=True` for web paragraphs."""
         return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
                             threshold=self.strip_threshold)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _expect(name: str, value: object, ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"CRAG setting {name} must be {what}, got {value!r} ({type(value).__name__})"[:300])

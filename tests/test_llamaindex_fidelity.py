@@ -210,3 +210,18 @@ def test_pack_modules_and_run(demo_index):
     assert isinstance(CRAGPack(demo_index.as_retriever()).workflow, CRAGWorkflow)
     with pytest.raises(TypeError, match="index or a retriever"):
         CRAGPack("not an index")
+
+
+def test_mistakes_fail_at_construction_and_say_what_to_do(settings):
+    from crag_shared import EmbeddingEvaluator, LexicalEvaluator
+
+    judged = CRAGPostprocessor(evaluator=Settings.embed_model)  # the app's embedding model judges
+    assert isinstance(judged.corrector.evaluator, EmbeddingEvaluator) and judged.config.evaluator == "embedding"
+    with pytest.raises(TypeError, match="evaluator must be a spec string"):
+        CRAGPostprocessor(evaluator=42)
+    with pytest.raises(ValueError, match="strip_top_k must be an integer"):
+        CRAGPostprocessor(strip_top_k="3")
+    with pytest.raises(ValueError, match=r"pass either config=CRAGConfig\(...\) or its settings as keywords \(upper\)"):
+        CRAGPostprocessor(config={"lower": -0.4}, upper=0.5)
+    both = CRAGPostprocessor(config={"lower": -0.4}, evaluator=LexicalEvaluator())  # an instance goes with config
+    assert both.config.lower == -0.4 and both.config.evaluator == "lexical"

@@ -249,3 +249,24 @@ def test_calibrate_without_matplotlib_says_so(files, capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert main(["calibrate", "--data", str(files / "good.jsonl"), "--out", str(files / "t.json")]) == 2
     assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("settings,words", [
+    ({"strip_top_k": "3"}, "strip_top_k must be an integer of at least 1, got '3'"),
+    ({"web_top_k": 0}, "web_top_k must be an integer of at least 1"),
+    ({"upper": 2}, "upper must be a number in [-1, 1] or None, got 2"),
+    ({"lower": True}, "lower must be a number in [-1, 1] or None, got True"),
+    ({"strip_threshold": None}, "strip_threshold must be a number in [-1, 1], got None"),
+    ({"refine_mode": "sentences"}, "refine_mode must be 'excerption', 'fixed_num' or 'selection'"),
+    ({"on_web_failure": "ignore"}, "on_web_failure must be 'drop' or 'keep'"),
+    ({"score_titles": "yes"}, "score_titles must be True or False"),
+    ({"evaluator": 3}, "evaluator must be a spec string"),
+])
+def test_a_bad_setting_fails_where_it_is_given_naming_it(settings, words):
+    from crag_shared import CRAGConfig
+
+    with pytest.raises(ValueError) as caught:
+        CRAGConfig(**settings)
+    assert words in str(caught.value)
+    with pytest.raises(ValueError, match=next(iter(settings))):
+        CRAGConfig.from_dict(settings)  # what every adapter's deserialization goes through
