@@ -26,13 +26,14 @@ from crag_shared.adapter import (
     check_judge_prompt,
     config_from,
     embedding_unit,
+    evaluator_kind,
     evaluator_spec,
 )
 
 from .convert import knowledge_nodes, to_passage
 from .embedding import embedding_evaluator
 from .instrumentation import aemit, emit
-from .llm import LlamaIndexLLM
+from .llm import LlamaIndexLLM, configured_llm
 
 
 class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
@@ -75,6 +76,9 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         config = config_from(config if config is not None else settings)
         if evaluator is not None:  # it wins over the config's spec
             config = replace(config, evaluator=evaluator if isinstance(evaluator, str) else evaluator_spec(evaluator))
+        if evaluator_kind(config.evaluator) == "llm" and llm is None and configured_llm() is None:
+            raise ValueError(f"evaluator={config.evaluator!r} judges with an LLM, and none is configured: pass "
+                             "llm=... or set Settings.llm first")
         super().__init__(config=config, return_strips=return_strips,
                          callback_manager=callback_manager or CallbackManager())
         instance = None if evaluator is None or isinstance(evaluator, str) else evaluator

@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import CRAGConfig
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
-from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit
+from .evaluators import EVALUATOR_SPECS, EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit
 from .evaluators.llm import check_judge_prompt
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
@@ -97,6 +97,11 @@ def result_metadata(result: CorrectionResult) -> dict[str, Any]:
     return result.to_dict()
 
 
+def evaluator_kind(spec: str) -> str:
+    """The kind an evaluator spec names ("lexical", "llm", "embedding"...), read by the spec table."""
+    return EVALUATOR_SPECS.parse(spec)[0].name
+
+
 def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
     """A CRAGConfig from itself or from its dict form (as `to_dict`, `model_dump` and YAML write it)."""
     if isinstance(value, CRAGConfig):
@@ -121,5 +126,6 @@ __all__ = [
     "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
     "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
     "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "embedding_unit",
-    "evaluator_spec", "keyword_query", "passage_from_record", "read_search", "result_metadata", "strip_metadata",
+    "evaluator_kind", "evaluator_spec", "keyword_query", "passage_from_record", "read_search", "result_metadata",
+    "strip_metadata",
 ]

@@ -329,3 +329,19 @@ def test_lexical_prefers_a_passage_whose_one_sentence_holds_the_question():
     assert blended.score(question, [one_sentence]) == whole.score(question, [one_sentence])
     with pytest.raises(ValueError, match="sentence_weight"):
         LexicalEvaluator(sentence_weight=2)
+
+
+def test_a_judge_that_never_answers_in_format_is_warned_about(caplog):
+    import logging
+
+    from crag_shared import FunctionLLM, LLMEvaluator
+
+    judge = LLMEvaluator(FunctionLLM(lambda prompt: "I think these are all quite interesting."))
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        evaluation = judge.evaluate("who?", ["one", "two"])
+    assert evaluation.scores == [0.0, 0.0] and len(evaluation.notes) == 2
+    assert any("no verdict could be read for any of 2 documents" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        LLMEvaluator(FunctionLLM(lambda prompt: "1: yes\n2: no")).evaluate("who?", ["one", "two"])
+    assert not caplog.records  # a judge that answers is not warned about

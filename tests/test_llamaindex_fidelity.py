@@ -225,3 +225,14 @@ def test_mistakes_fail_at_construction_and_say_what_to_do(settings):
         CRAGPostprocessor(config={"lower": -0.4}, upper=0.5)
     both = CRAGPostprocessor(config={"lower": -0.4}, evaluator=LexicalEvaluator())  # an instance goes with config
     assert both.config.lower == -0.4 and both.config.evaluator == "lexical"
+
+
+def test_the_llm_judge_without_an_llm_fails_at_construction():
+    previous = Settings._llm
+    Settings._llm = None
+    try:
+        with pytest.raises(ValueError, match=r"none is configured: pass llm=\.\.\. or set Settings\.llm"):
+            CRAGPostprocessor(evaluator="llm")
+        assert CRAGPostprocessor(evaluator="llm", llm=RuleLLM()).corrector.evaluator.mode == "batched"
+    finally:
+        Settings._llm = previous

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Sequence
 from typing import Literal
 
 from ..llm import LLM, check_llm
 from .base import Evaluation, RetrievalEvaluator
+
+LOG = logging.getLogger("crag")
 
 #: The paper's direct evaluator prompt (Appendix A, Table 6), used per document.
 PAPER_JUDGE_PROMPT = (
@@ -102,6 +105,10 @@ class LLMEvaluator(RetrievalEvaluator):
             verdicts = parse_numbered(replies[0], count)
         notes = [f"no verdict for document {i} in the LLM reply; scored neutral {NEUTRAL}"
                  for i, v in enumerate(verdicts, 1) if v is None]
+        if count and len(notes) == count:  # a judge that never follows the format is a fault, not a verdict
+            LOG.warning("LLM judge: no verdict could be read for any of %d documents (all scored neutral %s); "
+                        "check that the LLM answers in the judge prompt's format. Reply began: %r", count,
+                        NEUTRAL, (replies[0] if replies else "")[:80])
         return Evaluation([NEUTRAL if v is None else v for v in verdicts], notes)
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
