@@ -18,7 +18,7 @@ def log_fallbacks(component: Any, fallbacks: Iterable[Fallback]) -> None:
         message = f"{name}: CRAG fallback in {fallback}"
         if not fallback.expected:
             logger.warning(message)
-        elif not getattr(component, "_said_expected", False):
+        elif not component._said_expected:
             component._said_expected = True
             logger.info(message + " (said once per component)")
 

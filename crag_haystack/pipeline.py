@@ -60,9 +60,7 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
                                 strip_top_k=strip_top_k, strip_threshold=threshold, origin=origin,
                                 score_titles=score_titles, chat_generator=judge_generator)
 
-    keep = on_web_failure == "keep"
-    if on_web_failure not in ("keep", "drop"):
-        raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
+    keep = on_web_failure == "keep"  # any other value than "drop" is refused by the router below
     pipeline = Pipeline()
     pipeline.add_component("retriever", retriever)
     router = RetrievalRouter(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,

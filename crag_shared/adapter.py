@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import CRAGConfig
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
-from .evaluators import EVALUATOR_SPECS, EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit
+from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
 from .evaluators.llm import check_judge_prompt
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
@@ -95,11 +95,6 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict
 def result_metadata(result: CorrectionResult) -> dict[str, Any]:
     """What adapters expose about one correction: the summary plus the whole trace."""
     return result.to_dict()
-
-
-def evaluator_kind(spec: str) -> str:
-    """The kind an evaluator spec names ("lexical", "llm", "embedding"...), read by the spec table."""
-    return EVALUATOR_SPECS.parse(spec)[0].name
 
 
 def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from .corrector import Corrector
-from .evaluators import EVALUATOR_SPECS, evaluator_from_spec, shared_evaluator
+from .evaluators import evaluator_from_spec, evaluator_kind, shared_evaluator
 from .evaluators.base import RetrievalEvaluator
 from .llm import LLM
 from .policy import ActionPolicy
@@ -95,7 +95,7 @@ class CRAGConfig:
     def make_evaluator(self, llm: LLM | None = None) -> RetrievalEvaluator:
         """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
         (`shared_evaluator`), so several components naming one model load it once."""
-        if EVALUATOR_SPECS.parse(self.evaluator)[0].name == "llm":
+        if evaluator_kind(self.evaluator) == "llm":
             return evaluator_from_spec(self.evaluator, llm=llm)
         return shared_evaluator(self.evaluator)
 

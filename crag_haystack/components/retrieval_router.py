@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment
+from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment, abstention_for
 
 from ..convert import scored_copy, to_passage
 from ..embedding import evaluator_for
@@ -66,8 +66,6 @@ class RetrievalRouter(Lifecycle):
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
             to be kept if the web gives no knowledge).
         """
-        if on_web_failure not in ("keep", "drop"):
-            raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
         self.on_web_failure = on_web_failure
         self.evaluator = evaluator
         self.upper = upper
@@ -78,7 +76,7 @@ class RetrievalRouter(Lifecycle):
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
-                            score_titles=score_titles)
+                            score_titles=score_titles, on_web_failure=on_web_failure)
         self._corrector = config.build(llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder))
 
@@ -108,7 +106,7 @@ class RetrievalRouter(Lifecycle):
         action = judgment.action
         if action is Action.UNJUDGED:
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
-                    "action": action.value, "scores": [], "abstention": "the query is empty: nothing was judged"}
+                    "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
         routed = [scored_copy(d, s, crag_action=action.value) for d, s in zip(documents, judgment.scores)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
         kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)

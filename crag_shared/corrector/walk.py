@@ -150,20 +150,17 @@ class Walks:
             else:
                 web_missing = web.failure if web is not None else (
                     NO_WEB_SEARCH if self.web_search is None else "web search was not run")
-                expected = web_missing == NO_WEB_SEARCH
-                if action is Action.INCORRECT and self.on_web_failure == "keep":
-                    trace.fallback("web_search", web_missing, "kept the internal passages' best strips (flagged)",
-                                   expected=expected)
+                keep = action is Action.INCORRECT and self.on_web_failure == "keep"
+                applied = ("kept the internal passages' best strips (flagged)" if keep
+                           else "abstained: the internal passages were judged irrelevant and dropped"
+                           if action is Action.INCORRECT
+                           else "kept the internal strips that pass the strip threshold; the web half is missing")
+                trace.fallback("web_search", web_missing, applied, expected=web_missing == NO_WEB_SEARCH)
+                if web_missing == NO_WEB_SEARCH:
+                    self._note_no_web()
+                if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
-                elif action is Action.INCORRECT:
-                    trace.fallback("web_search", web_missing, "abstained: the internal passages were judged "
-                                   "irrelevant and dropped", expected=expected)
-                else:
-                    trace.fallback("web_search", web_missing, "kept the internal strips that pass the strip "
-                                   "threshold; the web half is missing", expected=expected)
-                if expected:
-                    self._note_no_web()
 
         knowledge = internal + external
         abstention = None if knowledge else abstention_for(action, web_missing)

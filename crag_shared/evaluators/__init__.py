@@ -11,7 +11,14 @@ from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
 from .onnx_embedding import OnnxEmbeddingEvaluator
-from .spec import EVALUATOR_SPECS, SHIPPED_COMBINATIONS, embedding_unit, evaluator_from_spec, shared_evaluator
+from .spec import (
+    EVALUATOR_SPECS,
+    SHIPPED_COMBINATIONS,
+    embedding_unit,
+    evaluator_from_spec,
+    evaluator_kind,
+    shared_evaluator,
+)
 from .t5 import T5Evaluator
 
 __all__ = [
@@ -30,5 +37,6 @@ __all__ = [
     "T5Evaluator",
     "embedding_unit",
     "evaluator_from_spec",
+    "evaluator_kind",
     "shared_evaluator",
 ]

@@ -112,6 +112,11 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
     return kind.build(target, **kwargs)
 
 
+def evaluator_kind(spec: str) -> str:
+    """The kind an evaluator spec names ("lexical", "llm", "embedding"...), read by the table."""
+    return EVALUATOR_SPECS.parse(spec)[0].name
+
+
 def embedding_unit(spec: str) -> str | None:
     """For the specs that name the framework's own embedding model ("embedding", "embedding-sentence",
     "embedding-passage"), the unit the adapters build `EmbeddingEvaluator` with; None for every other spec."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...corrector import Corrector
+from ...types import Passage
 from .recall import has_answer_word
 
 ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "llamaindex workflow",
@@ -64,8 +65,6 @@ def core_answer() -> Answer:
     corrector = Corrector()
 
     def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
-        from ...types import Passage
-
         result = corrector.correct(question, [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in ctxs])
         return ([] if result.abstained else [result.knowledge_text]), result.abstained
 
