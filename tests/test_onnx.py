@@ -154,3 +154,17 @@ def test_failed_export_leaves_no_directory(tmp_path):
     with pytest.raises(EvaluatorConfigurationError):
         OnnxCrossEncoderEvaluator(str(tmp_path / "missing"), export_dir=tmp_path / "out").warm_up()
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".export-*"))
+
+
+def test_the_onnx_cross_encoder_shares_batching_and_score_map_but_no_torch_machinery():
+    from crag_shared.evaluators.batching import BatchedPairEvaluator
+    from crag_shared.evaluators.hf import HFSequenceEvaluator
+    from crag_shared.evaluators.score_map import LogitScoreMap
+
+    assert issubclass(OnnxCrossEncoderEvaluator, BatchedPairEvaluator)
+    assert issubclass(OnnxCrossEncoderEvaluator, LogitScoreMap)
+    assert not issubclass(OnnxCrossEncoderEvaluator, HFSequenceEvaluator)
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        OnnxCrossEncoderEvaluator("x", device="cuda")
+    with pytest.raises(ValueError, match="score_map"):
+        OnnxCrossEncoderEvaluator("x", score_map="tanh")  # type: ignore[arg-type]

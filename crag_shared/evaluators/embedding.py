@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
-from .hf import load_once, pick_device, require_torch
+from .batching import load_once
+from .hf import pick_device, require_torch
 from .lexical import QuestionWords
 from .pooling import mean_pooled
 

@@ -19,8 +19,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .cross_encoder import CrossEncoderEvaluator
+from .batching import BatchedPairEvaluator
 from .onnx_export import MANIFEST, SESSION_DISABLED_OPTIMIZERS, exported, require_onnxruntime
+from .score_map import LogitScoreMap, ScoreMap
 
 
 def open_export(directory: Path, max_length: int, num_threads: int | None) -> tuple[Any, Any, dict[str, Any]]:
@@ -76,22 +77,24 @@ def read_config(directory: Path) -> SimpleNamespace:
     return SimpleNamespace(**values)
 
 
-class OnnxCrossEncoderEvaluator(CrossEncoderEvaluator):
-    """`CrossEncoderEvaluator` on ONNX Runtime. Same scores (fp32 to 1e-4; int8 within a few hundredths).
+class OnnxCrossEncoderEvaluator(LogitScoreMap, BatchedPairEvaluator):
+    """A cross-encoder on ONNX Runtime: `CrossEncoderEvaluator`'s scores (fp32 to 1e-4; int8 within a few
+    hundredths) and batching, without torch at scoring time.
 
     `model` is either a directory written by `export_onnx` / `crag export-onnx`, which loads with only
     onnxruntime, tokenizers and numpy installed, or any checkpoint `CrossEncoderEvaluator` takes, exported
     on first use (torch and transformers needed then) into `export_dir` (default: a cache directory named
     by the checkpoint's path and file times). `quantize=True` (default) uses int8 weights. `num_threads`
-    sets ONNX Runtime's intra-op threads (default: all cores).
+    sets ONNX Runtime's intra-op threads (default: all cores). `score_map` as in `LogitScoreMap`.
     """
 
-
     def __init__(self, model: str, *, quantize: bool = True, batch_size: int = 1,
-                 export_dir: str | Path | None = None, **kwargs: Any) -> None:
-        if kwargs.get("device") not in (None, "cpu", "auto") or kwargs.get("dtype"):
+                 export_dir: str | Path | None = None, score_map: ScoreMap | None = None,
+                 device: str | None = None, **kwargs: Any) -> None:
+        if device not in (None, "cpu", "auto") or kwargs.pop("dtype", None):
             raise ValueError("the ONNX backend runs on the CPU in float32/int8; drop device/dtype or use "
                              "CrossEncoderEvaluator")
+        self._set_score_map(score_map)
         super().__init__(model, quantize=quantize, batch_size=batch_size, **kwargs)
         self.export_dir = Path(export_dir) if export_dir else None
 
