@@ -67,6 +67,26 @@ def test_the_adapters_reach_the_core_through_its_adapter_module_only():
         assert all(m.startswith(("crag_shared.adapter", "crag_shared.testing")) for m in support), support
 
 
+def test_the_runtime_uses_no_private_attribute_of_a_library():
+    """Private attributes (`transport._pool`, `response._content`) change without notice between releases;
+    a private attribute used on anything but `self` must be one that our own code defines."""
+    trees = {path: ast.parse(path.read_text(encoding="utf-8"))
+             for package in ("crag_shared", "crag_llamaindex", "crag_haystack") for path in runtime_files(package)}
+    attributes = [(path, node) for path, tree in trees.items() for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")]
+    ours = {node.attr for _, node in attributes
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")}
+    ours |= {node.name for tree in trees.values() for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    ours |= {target.id for tree in trees.values() for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+             for node in cls.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(target, ast.Name)}
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}" for path, node in attributes
+                 if node.attr not in ours]
+    assert offenders == []
+
+
 def test_modules_and_functions_stay_small():
     """No module over 400 lines; no function over 60 lines of code (its docstring not counted)."""
     large = {}

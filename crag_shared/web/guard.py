@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
-from typing import Any
+import ssl
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any, NoReturn
 
 import httpcore
 import httpx
@@ -136,17 +137,76 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         await self.inner.sleep(seconds)
 
 
-def pinned_transport(policy: AddressPolicy, verify: Any) -> httpx.AsyncHTTPTransport:
+#: httpcore's errors as the httpx errors a caller of httpx expects, most specific first.
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout), (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout), (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException), (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError), (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError), (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError), (httpcore.ProtocolError, httpx.ProtocolError))
+
+
+def _reraised_as_httpx(error: Exception) -> NoReturn:
+    """Raise the httpx error for an httpcore one (others as they are), so callers catch httpx's classes only."""
+    for inner, outer in _HTTPX_ERRORS:
+        if isinstance(error, inner):
+            raise outer(str(error)) from error
+    raise error
+
+
+class _HttpxStream(httpx.AsyncByteStream):
+    """httpcore's response body as an httpx stream, with httpcore errors raised as httpx's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self.inner:
+                yield part
+        except Exception as error:
+            _reraised_as_httpx(error)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class PinnedTransport(httpx.AsyncBaseTransport):
     """An httpx transport whose every connection (each redirect hop, each retry) goes through the guard.
 
-    httpx has no public switch for the network backend, so the transport's connection pool is replaced
-    by one built with the same defaults and `PinnedBackend`. Environment proxies are not used: a proxy
-    would resolve names itself, out of the guard's reach.
+    It drives an `httpcore.AsyncConnectionPool` built with `PinnedBackend`, through both libraries' public
+    interfaces. Environment proxies are never used: a proxy would resolve names itself, out of the
+    guard's reach.
     """
-    transport = httpx.AsyncHTTPTransport(verify=verify, trust_env=False)
-    limits = httpx.Limits()
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=verify, max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
-        network_backend=PinnedBackend(policy))
-    return transport
+
+    def __init__(self, policy: AddressPolicy, ssl_context: ssl.SSLContext) -> None:
+        limits = httpx.Limits()
+        self.pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=PinnedBackend(policy))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` over a pinned connection."""
+        url = request.url
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw, content=request.stream, extensions=request.extensions)
+        try:
+            response = await self.pool.handle_async_request(core_request)
+        except Exception as error:
+            _reraised_as_httpx(error)
+        return httpx.Response(status_code=response.status, headers=response.headers,
+                              stream=_HttpxStream(response.stream), extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+        await self.pool.aclose()
+
+
+def pinned_transport(policy: AddressPolicy, ssl_context: ssl.SSLContext) -> PinnedTransport:
+    """The transport a guarded fetcher uses: connections only to addresses `policy` checked."""
+    return PinnedTransport(policy, ssl_context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 from functools import lru_cache
 from typing import Any, Literal
@@ -127,7 +128,7 @@ def _deadline_client() -> type:
                         raise ValueError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
             finally:
                 response.close()
-            response._content, response._content_consumed = bytes(body), True
+            response.raw = io.BytesIO(bytes(body))  # read through requests' public stream, now bounded
             if assert_200:
                 serpapi.http.raise_for_status(response)
             return response
