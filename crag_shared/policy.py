@@ -7,9 +7,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .types import Action
+
+if TYPE_CHECKING:
+    from .evaluators.base import RetrievalEvaluator
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class ActionPolicy:
             raise ValueError(f"upper threshold ({self.upper}) must not be below lower threshold ({self.lower})")
 
     @classmethod
-    def for_evaluator(cls, evaluator: Any) -> "ActionPolicy":
+    def for_evaluator(cls, evaluator: RetrievalEvaluator) -> "ActionPolicy":
         """The evaluator's own thresholds as a policy."""
         upper, lower = evaluator.thresholds
         return cls(upper, lower)

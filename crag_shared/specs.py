@@ -32,6 +32,7 @@ class Kind(Generic[T]):
     target: Target
     build: Callable[..., T]
     writes: type | None = None
+    # called only with instances of exactly `writes`, which a Kind[T] cannot express: typed at their lambdas
     target_of: Callable[[Any], str] | None = None
     accepts: Callable[[Any], bool] | None = None
     aliases: tuple[str, ...] = ()
@@ -56,7 +57,7 @@ class SpecTable(Generic[T]):
         """Every kind as written, e.g. ["lexical", "t5:PATH_OR_ID", "llm[:per_document]"]."""
         return [kind.grammar for kind in self.kinds]
 
-    def parse(self, spec: Any) -> tuple[Kind[T], str]:
+    def parse(self, spec: object) -> tuple[Kind[T], str]:
         """The kind and the target of `spec`; a malformed spec raises ValueError naming the grammar."""
         if not isinstance(spec, str):
             raise TypeError(f"{self.family} spec must be a string, got {type(spec).__name__}")
@@ -71,12 +72,12 @@ class SpecTable(Generic[T]):
             raise ValueError(f"{self.family} spec {spec!r} needs a target: {kind.grammar}")
         return kind, target
 
-    def build(self, spec: Any, **context: Any) -> T:
+    def build(self, spec: object, **context: Any) -> T:
         """The part `spec` names; `context` goes to the kind's builder."""
         kind, target = self.parse(spec)
         return kind.build(target, **context)
 
-    def write(self, part: Any) -> str:
+    def write(self, part: T) -> str:
         """The spec that `build` turns back into an equal part; NotImplementedError names a part no spec
         can describe (a class of your own, a subclass)."""
         for kind in self.kinds:

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TypeVar
 
 from ..evaluators.base import EvaluatorConfigurationError
 from ..types import CorrectionResult, FailedCorrection
-from .protocol import Answer, BothRequest, QueryFailed, Request, ScoreRequest, Walk, WebRequest
+from .protocol import Answer, BothRequest, QueryFailed, Request, ScoreAnswer, ScoreRequest, Walk, WebAnswer, WebRequest
 
 Outcome = CorrectionResult | FailedCorrection
+T = TypeVar("T")
 
 
-def many_walks(items: Sequence[tuple[Any, Any]], walks: list[Walk]
+def many_walks(items: Sequence[tuple[str, object]], walks: list[Walk]
                ) -> Generator[dict[int, Request], dict[int, Answer], list[Outcome]]:
     """Advance every walk with its answer; yield the next requests until all are done. A walk that
     raises becomes a `FailedCorrection` in its place (only an `EvaluatorConfigurationError` escapes)."""
@@ -31,7 +32,7 @@ def many_walks(items: Sequence[tuple[Any, Any]], walks: list[Walk]
     return results  # type: ignore[return-value]
 
 
-def result_of(future: Future[Any]) -> Any:
+def result_of(future: Future[T]) -> T | QueryFailed:
     """A finished future's answer, or `QueryFailed` if the request raised."""
     try:
         return future.result()
@@ -51,20 +52,22 @@ def score_requests(requests: dict[int, Request]) -> dict[int, ScoreRequest]:
             if isinstance(r, (ScoreRequest, BothRequest))}
 
 
-def answers_for(requests: dict[int, Request], scores: dict[int, Any], webs: dict[int, Any]) -> dict[int, Answer]:
+def answers_for(requests: dict[int, Request], scores: dict[int, ScoreAnswer],
+                webs: dict[int, Answer]) -> dict[int, Answer]:
     """Each walk's answer to its request: a score answer, a web answer, or both."""
     answers: dict[int, Answer] = {}
     for i, request in requests.items():
         if isinstance(request, ScoreRequest):
             answers[i] = scores[i]
         elif isinstance(request, BothRequest):
-            answers[i] = webs[i] if isinstance(webs[i], QueryFailed) else (scores[i], webs[i])
+            web = webs[i]
+            answers[i] = web if isinstance(web, QueryFailed) or not isinstance(web, WebAnswer) else (scores[i], web)
         else:
             answers[i] = webs[i]
     return answers
 
 
-def advance(items: Sequence[tuple[Any, Any]], walks: list[Walk], answers: dict[int, Answer],
+def advance(items: Sequence[tuple[str, object]], walks: list[Walk], answers: dict[int, Answer],
             results: list[Outcome | None]) -> dict[int, Request]:
     """Send each live walk its answer; collect the next requests, the finished results and the failures."""
     requests: dict[int, Request] = {}

@@ -6,7 +6,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 
 class EvaluatorConfigurationError(ValueError):
@@ -92,7 +92,16 @@ def clip(value: float) -> float:
     return max(-1.0, min(1.0, float(value)))
 
 
-def describe(evaluator: RetrievalEvaluator) -> str:
+class Described(Protocol):
+    """Anything with an evaluator spec (which may raise NotImplementedError)."""
+
+    @property
+    def spec(self) -> str:
+        """The spec that rebuilds it."""
+        ...
+
+
+def describe(evaluator: Described) -> str:
     """The evaluator's spec, or its class name when no spec describes it (for messages and traces)."""
     try:
         return evaluator.spec

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, describe
+from .base import Described, Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, describe
 
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
 #: CPU: small, exactly padded batches (padding is paid in compute). GPU (CUDA/MPS): room for many
@@ -30,7 +30,16 @@ DEVICE_BATCHING = {"cpu": (16, 512, 1), "gpu": (256, 32768, 16)}
 CHARS_PER_TOKEN_CAP = 8
 
 
-def load_once(evaluator: Any) -> None:
+class Loadable(Described, Protocol):
+    """What `load_once` needs of an evaluator: its model slot, a lock, the loader and its spec."""
+
+    _model: Any
+    _lock: threading.RLock
+
+    def _load(self) -> None: ...
+
+
+def load_once(evaluator: Loadable) -> None:
     """Run `evaluator._load()` once, thread-safely (`_model`, `_lock`); a failure is a configuration error."""
     if evaluator._model is not None:
         return

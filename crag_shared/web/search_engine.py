@@ -28,7 +28,7 @@ def prefer_wikipedia(results: list[dict[str, Any]], mode: str) -> list[dict[str,
     return sorted(results, key=lambda r: not is_wikipedia(str(r.get("link", ""))))
 
 
-def clean_results(raw: Any) -> tuple[list[dict[str, str]], int]:
+def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
     """The engine's organic results with a usable http(s) link, as plain strings; and how many were not.
 
     One malformed entry (a link that is a list, a number, a dict) is skipped alone; the rest are kept."""
@@ -42,7 +42,7 @@ def clean_results(raw: Any) -> tuple[list[dict[str, str]], int]:
     return kept, skipped
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
 
 
