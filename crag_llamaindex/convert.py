@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
 from crag_shared.adapter import CorrectionResult, Origin, Passage, Strip, passage_from_record, strip_metadata
 
@@ -14,25 +14,42 @@ def to_passage(item: NodeWithScore) -> Passage:
                                item.score)
 
 
-def strip_node(strip: Strip, result: CorrectionResult, sources: list[NodeWithScore]) -> NodeWithScore:
-    """A strip as a new TextNode carrying its source node's metadata, exclusions and document link.
+def has_text(item: NodeWithScore) -> bool:
+    """Whether CRAG can judge the node: an image or other node without text passes through untouched."""
+    return bool(item.node.get_content(metadata_mode=MetadataMode.NONE).strip())
+
+
+def strip_node(strip: Strip, result: CorrectionResult, sources: list[NodeWithScore],
+               keep_retrieval_score: bool = False) -> NodeWithScore:
+    """A strip as a new TextNode carrying its source node's metadata, exclusions, templates and document link.
 
     An internal strip's SOURCE relationship is its source node's own (so `ref_doc_id` is the Document's
     id, as on the chunk), and PARENT points at the chunk it was cut from; a chunk with no SOURCE of its
-    own becomes the SOURCE. The `crag_*` keys are kept out of the LLM prompt and every CRAG key out of
-    embeddings; `web_source` (web strips) is shown to the LLM to mark the text as untrusted."""
-    source = sources[strip.source_index].node if strip.origin is Origin.INTERNAL else None
+    own becomes the SOURCE. `start_char_idx`/`end_char_idx` locate the strip in what SOURCE points at:
+    the document when the chunk has offsets of its own, else the chunk. The `crag_*` keys are kept out
+    of the LLM prompt and every CRAG key out of embeddings; `web_source` (web strips) is shown to the LLM
+    to mark the text as untrusted. `keep_retrieval_score` adds the source node's retrieval score as
+    `retrieval_score`, as LlamaIndex's rerankers do."""
+    item = sources[strip.source_index] if strip.origin is Origin.INTERNAL else None
+    source = item.node if item else None
     added = strip_metadata(strip, result)
+    if keep_retrieval_score and item is not None:
+        added["retrieval_score"] = item.score
     metadata = {**(source.metadata if source else {}), **added}
-    layout = {"metadata_template": source.metadata_template, "metadata_separator": source.metadata_separator
-              } if source else {}
+    layout: dict = {}
+    if source is not None:
+        offset = getattr(source, "start_char_idx", None)
+        layout = {"metadata_template": source.metadata_template, "metadata_separator": source.metadata_separator,
+                  "text_template": getattr(source, "text_template", TextNode.model_fields["text_template"].default),
+                  "start_char_idx": (offset or 0) + strip.start, "end_char_idx": (offset or 0) + strip.end}
     node = TextNode(
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
         text=strip.text,
         metadata=metadata,
         excluded_llm_metadata_keys=_merge(source and source.excluded_llm_metadata_keys,
                                           [k for k in added if k.startswith("crag_")]),
-        excluded_embed_metadata_keys=_merge(source and source.excluded_embed_metadata_keys, list(added)),
+        excluded_embed_metadata_keys=_merge(source and source.excluded_embed_metadata_keys,
+                                            [k for k in added if k != "retrieval_score"]),
         **layout,
     )
     if source is not None:
@@ -47,11 +64,18 @@ def _merge(first: list[str] | None, second: list[str]) -> list[str]:
     return list(dict.fromkeys([*(first or []), *second]))
 
 
-def knowledge_nodes(result: CorrectionResult, sources: list[NodeWithScore], return_strips: bool) -> list[NodeWithScore]:
+def knowledge_nodes(result: CorrectionResult, sources: list[NodeWithScore], return_strips: bool,
+                    keep_retrieval_score: bool = False) -> list[NodeWithScore]:
     """The knowledge as nodes: strips (default), or the original nodes that yielded internal knowledge
-    (untouched, scored by the evaluator) followed by the web strips."""
+    (their content untouched, scored by the evaluator) followed by the web strips."""
     if return_strips:
-        return [strip_node(s, result, sources) for s in result.knowledge]
+        return [strip_node(s, result, sources, keep_retrieval_score) for s in result.knowledge]
     used = sorted({s.source_index for s in result.internal})
-    originals = [NodeWithScore(node=sources[i].node, score=result.scores[i]) for i in used]
+    originals = [NodeWithScore(node=_with_retrieval_score(sources[i]) if keep_retrieval_score else sources[i].node,
+                               score=result.scores[i]) for i in used]
     return originals + [strip_node(s, result, sources) for s in result.external]
+
+
+def _with_retrieval_score(item: NodeWithScore) -> BaseNode:
+    """A copy of the node with its retrieval score in metadata (the user's node itself is not changed)."""
+    return item.node.model_copy(update={"metadata": {**item.node.metadata, "retrieval_score": item.score}})

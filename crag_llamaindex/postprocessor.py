@@ -1,4 +1,4 @@
-"""CRAGPostprocessor: add CRAG to any LlamaIndex query engine as one node postprocessor."""
+"""CRAGPostprocessor: add CRAG to any LlamaIndex query engine as one node postprocessor (a reranker)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from crag_shared.adapter import (
     CorrectionResult,
     Corrector,
     CRAGConfig,
+    EmbeddingEvaluator,
     LLMEvaluator,
     QueryRewriter,
     RetrievalEvaluator,
@@ -27,44 +28,60 @@ from crag_shared.adapter import (
     config_from,
     embedding_unit,
     evaluator_kind,
-    evaluator_spec,
+    saved_evaluator,
 )
 
-from .convert import knowledge_nodes, to_passage
+from .convert import has_text, knowledge_nodes, to_passage
 from .embedding import embedding_evaluator
-from .instrumentation import aemit, emit
+from .instrumentation import aemit, dispatcher, emit, reranking
 from .llm import LlamaIndexLLM, configured_llm
 
 
 class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
-    """Scores the retrieved nodes, picks Correct / Incorrect / Ambiguous, and returns refined knowledge.
+    """Scores the retrieved nodes, picks Correct / Incorrect / Ambiguous, and returns refined knowledge,
+    as a reranker does: sorted by CRAG's score (in [-1, 1]), at most `top_n`, the retrieval score kept in
+    `metadata["retrieval_score"]` with `keep_retrieval_score=True`.
 
     When CRAG abstains (retrieval judged Incorrect and no web knowledge, or an empty query) it returns no
     nodes: irrelevant text never reaches the LLM. `correct()` also returns the `CorrectionResult`, whose
     `abstention` says why; `on_web_failure="keep"` keeps the best strips of Incorrect retrieval instead.
 
-    Returns knowledge strips as new `TextNode`s. Their metadata carries `crag_action`, `crag_score`,
-    `crag_origin`, `crag_source_id`, `crag_position`, the character span, `title`/`url`, and any
-    fallback taken. Internal strips keep a SOURCE relationship to the node they came from. With
-    `return_strips=False` you get the original nodes that held relevant knowledge instead (untouched),
-    followed by the web strips.
+    Returns knowledge strips as new `TextNode`s, each at most `max_strip_chars` long. Their metadata
+    carries `crag_action`, `crag_score`, `crag_origin`, `crag_source_id`, `crag_position`, the character
+    span (also as `start_char_idx`/`end_char_idx`), `title`/`url`, and any fallback taken; they keep their
+    source's metadata, templates and a SOURCE relationship. With `return_strips=False` you get the
+    original nodes that held relevant knowledge instead, followed by the web strips. Nodes without text
+    (images) cannot be judged: they follow the knowledge untouched, and the trace lists them as skipped.
 
     Settings (evaluator spec, thresholds, refinement, web_top_k, on_web_failure...) are `CRAGConfig`
-    fields, passed as keyword arguments; `evaluator` may also be a ready evaluator instance. `llm` (else
-    the `Settings.llm` you set) rewrites queries for web search and serves `evaluator="llm"`; without any
-    LLM the rewrite is offline keyword extraction. Web search happens only if you pass `web_search`.
-    Secrets live in the web provider, which is never serialized.
+    fields, passed as keyword arguments or as `config=`; `evaluator` may also be a ready evaluator
+    instance or your LlamaIndex embedding model. The settings are live: assign a new config
+    (`pp.config = dataclasses.replace(pp.config, upper=0.9)`) or `model_copy(update={"config": ...})` and
+    the next query uses it; the config itself is read-only. `llm` (else the `Settings.llm` you set)
+    rewrites queries for web search and serves `evaluator="llm"`; without any LLM the rewrite is offline
+    keyword extraction. Web search happens only if you pass `web_search`. Secrets live in the web
+    provider, which is never serialized.
     """
 
     config: CRAGConfig = Field(default_factory=CRAGConfig, description="CRAG settings (serializable)")
     return_strips: bool = Field(default=True, description="return knowledge strips (else filtered original nodes)")
-    _corrector: Corrector = PrivateAttr()
+    top_n: int | None = Field(default=None, ge=1, description="at most this many knowledge nodes (None: all)")
+    keep_retrieval_score: bool = Field(default=False, description="keep the retrieval score in metadata")
+    reuse_query_embedding: bool = Field(
+        default=True, description="judge with the query bundle's embedding when the retriever computed one")
+    _llm: LlamaIndexLLM = PrivateAttr(default_factory=LlamaIndexLLM)
+    _web_search: WebSearch | None = PrivateAttr(default=None)
+    _evaluator: RetrievalEvaluator | None = PrivateAttr(default=None)
+    _evaluator_config: tuple[str, Any] | None = PrivateAttr(default=None)
+    _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
+    _built: tuple[CRAGConfig, Corrector] | None = PrivateAttr(default=None)
 
     def __init__(self, *, llm: Any | None = None, evaluator: RetrievalEvaluator | str | None = None,
-                 web_search: WebSearch | None = None, return_strips: bool = True,
-                 config: CRAGConfig | Mapping[str, Any] | None = None,
+                 web_search: WebSearch | None = None, config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
         settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
+        own = {name: settings.pop(name) for name in ("return_strips", "top_n", "keep_retrieval_score",
+                                                     "reuse_query_embedding") if name in settings}
         if isinstance(evaluator, BaseEmbedding):  # the app's embedding model itself: judge with it
             evaluator = embedding_evaluator(evaluator)
         elif evaluator is not None and not isinstance(evaluator, (str, RetrievalEvaluator)):
@@ -74,39 +91,70 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             raise ValueError(f"pass either config=CRAGConfig(...) or its settings as keywords ({', '.join(settings)}), "
                              "not both; an evaluator= goes with either")
         config = config_from(config if config is not None else settings)
-        if evaluator is not None:  # it wins over the config's spec
-            config = replace(config, evaluator=evaluator if isinstance(evaluator, str) else evaluator_spec(evaluator))
+        if isinstance(evaluator, str):  # it wins over the config's spec
+            config = replace(config, evaluator=evaluator, evaluator_options=None)
+        elif evaluator is not None:
+            spec, options = saved_evaluator(evaluator)
+            config = replace(config, evaluator=spec, evaluator_options=options)
         if evaluator_kind(config.evaluator) == "llm" and llm is None and configured_llm() is None:
             raise ValueError(f"evaluator={config.evaluator!r} judges with an LLM, and none is configured: pass "
                              "llm=... or set Settings.llm first")
-        super().__init__(config=config, return_strips=return_strips,
-                         callback_manager=callback_manager or CallbackManager())
-        instance = None if evaluator is None or isinstance(evaluator, str) else evaluator
-        unit = embedding_unit(config.evaluator)
-        if instance is None and unit:  # the embedding model the app already has
-            instance = embedding_evaluator(unit=unit)
-        self._corrector = config.build(llm=LlamaIndexLLM(llm), web_search=web_search, evaluator=instance)
+        if web_search is not None and not isinstance(web_search, WebSearch):
+            raise TypeError(f"web_search must be a crag WebSearch provider, got {type(web_search).__name__}")
+        super().__init__(config=config, callback_manager=callback_manager or CallbackManager(), **own)
+        self._llm = LlamaIndexLLM(llm)
+        self._web_search = web_search
+        if isinstance(evaluator, RetrievalEvaluator):
+            self._evaluator, self._evaluator_config = evaluator, (config.evaluator, config.evaluator_options)
+        self.corrector  # noqa: B018 - build now: a bad spec or thresholds file fails here, not at the first query
 
     @classmethod
     def class_name(cls) -> str:
         """The name LlamaIndex serializes this class under."""
         return "CRAGPostprocessor"
 
+    @property
+    def corrector(self) -> Corrector:
+        """The core `Corrector` this postprocessor runs, rebuilt when `config` was replaced (the evaluator
+        instance, web search, LLM and prompts carry over)."""
+        config = self.config
+        if not isinstance(config, CRAGConfig):  # model_copy(update={"config": {...}}) skips validation
+            config = self.config = config_from(config)
+        built = self._built
+        if built is not None and built[0] is config:
+            return built[1]
+        corrector = config.build(llm=self._llm, web_search=self._web_search, evaluator=self._evaluator_for(config))
+        if "rewrite" in self._prompts:
+            corrector.rewriter = QueryRewriter(self._llm, template=self._prompts["rewrite"],
+                                               max_keywords=config.max_keywords)
+        if "judge" in self._prompts and isinstance(corrector.evaluator, LLMEvaluator):
+            corrector.evaluator.prompt = self._prompts["judge"]
+        self._built = (config, corrector)
+        return corrector
+
+    def _evaluator_for(self, config: CRAGConfig) -> RetrievalEvaluator | None:
+        """The evaluator instance to keep for `config`: the one given while the config still names it,
+        else the app's embedding model for an `embedding` spec; None lets the config build its own."""
+        if self._evaluator is not None and self._evaluator_config == (config.evaluator, config.evaluator_options):
+            return self._evaluator
+        unit = embedding_unit(config.evaluator)
+        return embedding_evaluator(unit=unit, **(config.evaluator_options or {})) if unit else None
+
     def __getstate__(self) -> dict[str, Any]:
         # LlamaIndex drops an unpicklable private attribute with a warning (web search silently gone);
-        # here a web provider that refuses pickling (a key passed as an argument) says so instead.
-        pickle.dumps(self._corrector)
+        # here a part that refuses pickling (a web provider given its key as an argument) says so instead.
+        for name, value in (self.__pydantic_private__ or {}).items():
+            try:
+                pickle.dumps(value)
+            except Exception as error:
+                raise TypeError(f"CRAGPostprocessor cannot be pickled: its {name.strip('_')} "
+                                f"({type(value).__name__}) cannot: {error}") from error
         return super().__getstate__()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # LlamaIndex rebuilds from __init__(**fields), which would lose the live web provider and load the
-        # evaluator again; the pickled corrector (its key re-read from the environment) is restored as is.
+        # LlamaIndex rebuilds from __init__(**fields), which would lose the live web provider and the
+        # evaluator instance; the pickled state (the web key re-read from the environment) is restored as is.
         BaseModel.__setstate__(self, state)
-
-    @property
-    def corrector(self) -> Corrector:
-        """The core `Corrector` this postprocessor runs."""
-        return self._corrector
 
     @staticmethod
     def _query(query_bundle: QueryBundle | None) -> str:
@@ -117,50 +165,88 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             raise TypeError(f"query_bundle must be a QueryBundle, got {type(query_bundle).__name__}")
         return query_bundle.query_str
 
+    def _prepared(self, query_bundle: QueryBundle | None) -> tuple[str, Corrector]:
+        """The query and the corrector, the retriever's query embedding handed to an embedding judge."""
+        query, corrector = self._query(query_bundle), self.corrector
+        evaluator = corrector.evaluator
+        if (self.reuse_query_embedding and isinstance(evaluator, EmbeddingEvaluator) and query_bundle is not None
+                and query_bundle.embedding and query_bundle.custom_embedding_strs is None):
+            evaluator.remember_query(query, query_bundle.embedding)
+        return query, corrector
+
     def correct(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                 ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Postprocess and also return the full `CorrectionResult` (action, scores, trace)."""
-        result = self._corrector.correct(self._query(query_bundle), [to_passage(n) for n in nodes])
-        emit(result)
-        return knowledge_nodes(result, nodes, self.return_strips), result
+        query, corrector = self._prepared(query_bundle)
+        with reranking(self, nodes, query_bundle) as done:
+            result = corrector.correct(query, [to_passage(n) for n in nodes])
+            emit(result)
+            return done(self.ranked(result, nodes)), result
 
     async def acorrect(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                        ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Async `correct`."""
-        result = await self._corrector.acorrect(self._query(query_bundle), [to_passage(n) for n in nodes])
-        return await self.adeliver(result, nodes), result
+        query, corrector = self._prepared(query_bundle)
+        with reranking(self, nodes, query_bundle) as done:
+            result = await corrector.acorrect(query, [to_passage(n) for n in nodes])
+            await aemit(result)
+            return done(self.ranked(result, nodes)), result
 
-    async def adeliver(self, result: CorrectionResult, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        """A finished correction as knowledge nodes, its events emitted (also for `CRAGWorkflow`)."""
-        await aemit(result)
-        return knowledge_nodes(result, nodes, self.return_strips)
+    async def adeliver(self, result: CorrectionResult, nodes: list[NodeWithScore],
+                       query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        """A finished correction as ranked knowledge nodes, its events emitted (`CRAGWorkflow`'s last step)."""
+        with reranking(self, nodes, query_bundle or QueryBundle(result.query)) as done:
+            await aemit(result)
+            return done(self.ranked(result, nodes))
 
-    # -- prompts (LlamaIndex's PromptMixin) -------------------------------------------------------------
+    def ranked(self, result: CorrectionResult, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        """The knowledge as nodes, best CRAG score first (ties in knowledge order), cut to `top_n`; then
+        the nodes without text, which CRAG could not judge, untouched."""
+        knowledge = knowledge_nodes(result, nodes, self.return_strips, self.keep_retrieval_score)
+        knowledge.sort(key=lambda n: -(n.score if n.score is not None else -1.0))
+        return knowledge[: self.top_n] + [n for n in nodes if not has_text(n)]
+
+    # -- prompts (LlamaIndex's PromptMixin): {query_str} as everywhere in LlamaIndex ---------------------
     def _get_prompts(self) -> PromptDictType:
         """`rewrite_prompt` (question -> search keywords) and, with the LLM judge, `judge_prompt`."""
-        prompts: PromptDictType = {"rewrite_prompt": PromptTemplate(self._corrector.rewriter.template)}
-        if isinstance(self._corrector.evaluator, LLMEvaluator):
-            prompts["judge_prompt"] = PromptTemplate(self._corrector.evaluator.prompt)
+        corrector = self.corrector
+        prompts: PromptDictType = {"rewrite_prompt": PromptTemplate(_to_llamaindex(corrector.rewriter.template))}
+        if isinstance(corrector.evaluator, LLMEvaluator):
+            prompts["judge_prompt"] = PromptTemplate(_to_llamaindex(corrector.evaluator.prompt))
         return prompts
 
     def _get_prompt_modules(self) -> PromptMixinType:
         return {}
 
     def _update_prompts(self, prompts: PromptDictType) -> None:
+        corrector = self.corrector
         if "rewrite_prompt" in prompts:
-            old = self._corrector.rewriter
-            self._corrector.rewriter = QueryRewriter(old.llm, template=prompts["rewrite_prompt"].get_template(),
-                                                     max_keywords=old.max_keywords)
+            template = _to_core(prompts["rewrite_prompt"].get_template())
+            corrector.rewriter = QueryRewriter(self._llm, template=template, max_keywords=self.config.max_keywords)
+            self._prompts["rewrite"] = template
         if "judge_prompt" in prompts:
-            judge = self._corrector.evaluator
+            judge = corrector.evaluator
             if not isinstance(judge, LLMEvaluator):
                 raise ValueError("judge_prompt applies only to evaluator='llm'")
-            judge.prompt = check_judge_prompt(prompts["judge_prompt"].get_template(), judge.mode)
+            judge.prompt = self._prompts["judge"] = check_judge_prompt(
+                _to_core(prompts["judge_prompt"].get_template()), judge.mode)
 
+    @dispatcher.span
     def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                            ) -> list[NodeWithScore]:
         return self.correct(nodes, query_bundle)[0]
 
+    @dispatcher.span
     async def _apostprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                                   ) -> list[NodeWithScore]:
         return (await self.acorrect(nodes, query_bundle))[0]
+
+
+def _to_llamaindex(template: str) -> str:
+    """A core prompt with LlamaIndex's variable name for the question."""
+    return template.replace("{question}", "{query_str}")
+
+
+def _to_core(template: str) -> str:
+    """A LlamaIndex prompt (`{query_str}`, or the core's `{question}`) in the core's form."""
+    return template.replace("{query_str}", "{question}")

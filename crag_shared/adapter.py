@@ -13,7 +13,9 @@ from typing import Any
 from .config import CRAGConfig
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
+from .evaluators.base import describe
 from .evaluators.llm import check_judge_prompt
+from .evaluators.spec import evaluator_options
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
@@ -106,13 +108,15 @@ def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
     raise TypeError(f"config must be a CRAGConfig or a dict of its settings, got {type(value).__name__}")
 
 
-def evaluator_spec(evaluator: RetrievalEvaluator) -> str:
-    """The spec an evaluator instance is saved as, so a saved config names the evaluator really used;
-    an evaluator without a spec (a custom class) is saved by class name and cannot be rebuilt alone."""
+def saved_evaluator(evaluator: RetrievalEvaluator) -> tuple[str, dict[str, Any] | None]:
+    """(spec, evaluator_options) an evaluator instance is saved as, so a saved config rebuilds the evaluator
+    really used, settings included. One that no spec and plain options can rebuild (your own class, a
+    setting that is a function or a model object) is saved as `custom:MODULE.CLASS`, which fails loudly
+    when loaded, naming the class: pass the instance again."""
     try:
-        return evaluator.spec
+        return evaluator.spec, evaluator_options(evaluator) or None
     except NotImplementedError:
-        return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}"
+        return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}", None
 
 
 __all__ = [
@@ -120,7 +124,7 @@ __all__ = [
     "URL_KEYS", "Action", "ActionPolicy", "CRAGConfig", "CorrectionResult", "Corrector", "EmbeddingEvaluator",
     "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
     "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
-    "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "embedding_unit",
-    "evaluator_kind", "evaluator_spec", "keyword_query", "passage_from_record", "read_search", "result_metadata",
-    "strip_metadata",
+    "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "describe",
+    "embedding_unit", "evaluator_kind", "keyword_query", "passage_from_record", "read_search", "result_metadata",
+    "saved_evaluator", "strip_metadata",
 ]

@@ -6,6 +6,7 @@ objects (LLM clients, web providers with keys) are passed separately and never s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
@@ -22,20 +23,23 @@ from .web.base import WebSearch
 
 @dataclass
 class CRAGConfig:
-    """The knobs of one CRAG corrector, as plain values.
+    """The knobs of one CRAG corrector, as plain values; read-only once checked (assign a new one).
 
     `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("lexical", "cross-encoder:PATH_OR_ID",
-    "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM). Thresholds: `thresholds_path` (JSON
-    from `crag calibrate`) wins over `upper`/`lower`; a threshold left as None takes the evaluator's
-    default. Refinement: `refine_mode` for retrieved passages, `web_refine_mode` for web paragraphs,
-    both keeping at most `strip_top_k` strips scoring at least `strip_threshold`. `on_web_failure`: what
-    Incorrect does without web knowledge, "drop" (the paper: abstain) or "keep" (the internal passages'
-    best strips, flagged). `max_keywords` bounds
-    the search rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator
-    fails at run time. Every Corrector setting is here, under the name the Haystack components use too.
+    "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM); `evaluator_options` are its
+    constructor's keyword settings as plain values (`{"max_length": 256, "quantize": True}`).
+    Thresholds: `thresholds_path` (JSON from `crag calibrate`) wins over `upper`/`lower`; a threshold
+    left as None takes the evaluator's default. Refinement: `refine_mode` for retrieved passages,
+    `web_refine_mode` for web paragraphs, both keeping at most `strip_top_k` strips scoring at least
+    `strip_threshold`, each at most `max_strip_chars` long (text without sentence punctuation is cut at
+    word boundaries). `on_web_failure`: what Incorrect does without web knowledge, "drop" (the paper:
+    abstain) or "keep" (the internal passages' best strips, flagged). `max_keywords` bounds the search
+    rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator fails at run
+    time. Every Corrector setting is here, under the name the Haystack components use too.
     """
 
     evaluator: str = "lexical"
+    evaluator_options: dict[str, Any] | None = None
     upper: float | None = None
     lower: float | None = None
     thresholds_path: str | None = None
@@ -48,11 +52,18 @@ class CRAGConfig:
     web_refine_mode: Literal["fixed_num", "excerption", "selection"] = "selection"
     max_keywords: int = 3
     fallback_evaluator: str | None = "lexical"
+    max_strip_chars: int = 2_000
 
     def __post_init__(self) -> None:
         """Every setting checked where it is given, naming it: a wrong type or value fails here, not deep
         inside the first query."""
         _expect("evaluator", self.evaluator, isinstance(self.evaluator, str), "a spec string")
+        options = self.evaluator_options
+        _expect("evaluator_options", options, options is None or (
+            isinstance(options, Mapping) and all(isinstance(k, str) for k in options) and _plain(options)),
+            "a dict of plain (JSON) values or None")
+        if options is not None:
+            object.__setattr__(self, "evaluator_options", dict(options))
         for name in ("thresholds_path", "fallback_evaluator"):
             value = getattr(self, name)
             _expect(name, value, value is None or isinstance(value, str), "a string or None")
@@ -60,16 +71,24 @@ class CRAGConfig:
             value = getattr(self, name)
             ok = (value is None and name != "strip_threshold") or (_is_number(value) and -1.0 <= value <= 1.0)
             _expect(name, value, ok, "a number in [-1, 1]" + (" or None" if name != "strip_threshold" else ""))
-        for name in ("strip_top_k", "web_top_k", "max_keywords"):
+        for name, least in (("strip_top_k", 1), ("web_top_k", 1), ("max_keywords", 1), ("max_strip_chars", 100)):
             value = getattr(self, name)
-            _expect(name, value, isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                    "an integer of at least 1")
+            _expect(name, value, isinstance(value, int) and not isinstance(value, bool) and value >= least,
+                    f"an integer of at least {least}")
         for name in ("refine_mode", "web_refine_mode"):
             value = getattr(self, name)
             _expect(name, value, value in ("fixed_num", "excerption", "selection"),
                     "'excerption', 'fixed_num' or 'selection'")
         _expect("on_web_failure", self.on_web_failure, self.on_web_failure in ("keep", "drop"), "'drop' or 'keep'")
         _expect("score_titles", self.score_titles, isinstance(self.score_titles, bool), "True or False")
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Settings are fixed once checked: a changed field would not reach the corrector built from it."""
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"CRAGConfig is read-only: to change {name}, assign a new config, e.g. "
+                                 f"postprocessor.config = dataclasses.replace(postprocessor.config, {name}=...)")
+        object.__setattr__(self, name, value)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CRAGConfig":
@@ -96,8 +115,8 @@ class CRAGConfig:
         """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
         (`shared_evaluator`), so several components naming one model load it once."""
         if evaluator_kind(self.evaluator) == "llm":
-            return evaluator_from_spec(self.evaluator, llm=llm)
-        return shared_evaluator(self.evaluator)
+            return evaluator_from_spec(self.evaluator, llm=llm, **(self.evaluator_options or {}))
+        return shared_evaluator(self.evaluator, self.evaluator_options)
 
     def build(self, *, llm: LLM | None = None, web_search: WebSearch | None = None,
               evaluator: RetrievalEvaluator | None = None) -> Corrector:
@@ -119,7 +138,15 @@ class CRAGConfig:
     def refiner(self, *, web: bool = False) -> StripRefiner:
         """The strip refiner for retrieved passages, or with `web=True` for web paragraphs."""
         return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
-                            threshold=self.strip_threshold)
+                            threshold=self.strip_threshold, max_strip_chars=self.max_strip_chars)
+
+
+def _plain(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _is_number(value: object) -> bool:

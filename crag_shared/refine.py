@@ -38,18 +38,22 @@ class StripRefiner:
       than `min_words` join a neighbour (paper, Appendix B).
     - `selection`: each passage is one strip.
     Strips scoring at least `threshold` are kept, at most `top_k` of them (paper: 5 and -0.5), and
-    recomposed in their original order. Identical strips are kept once.
+    recomposed in their original order. Identical strips are kept once. No strip is longer than
+    `max_strip_chars`: text without sentence punctuation (a table, a log, a run-on page) is cut at word
+    boundaries, so one strip never carries a whole page into the prompt.
     """
 
     def __init__(self, mode: Mode = "excerption", *, top_k: int = 5, threshold: float = -0.5,
                  window_words: int = 50, strip_words: int = 40, min_words: int = 5, language: str = "en",
-                 max_chars: int = 100_000) -> None:
+                 max_chars: int = 100_000, max_strip_chars: int = 2_000) -> None:
         if mode not in ("fixed_num", "excerption", "selection"):
             raise ValueError(f"mode must be 'fixed_num', 'excerption' or 'selection', got {mode!r}")
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         if not -1.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie in [-1, 1], got {threshold}")
+        if not isinstance(max_strip_chars, int) or max_strip_chars < 100:
+            raise ValueError(f"max_strip_chars must be an integer of at least 100, got {max_strip_chars!r}")
         if window_words < 1 or strip_words < 1 or min_words < 0:
             raise ValueError("window_words and strip_words must be positive, min_words non-negative")
         self.mode = mode
@@ -60,6 +64,7 @@ class StripRefiner:
         self.min_words = min_words
         self.language = language
         self.max_chars = max_chars
+        self.max_strip_chars = max_strip_chars
         if mode == "excerption":
             splitter_for(language)  # fail early on an unknown language code
 
@@ -67,7 +72,8 @@ class StripRefiner:
         """The refiner's settings as keyword arguments (to build a variant)."""
         return {"mode": self.mode, "top_k": self.top_k, "threshold": self.threshold,
                 "window_words": self.window_words, "strip_words": self.strip_words,
-                "min_words": self.min_words, "language": self.language, "max_chars": self.max_chars}
+                "min_words": self.min_words, "language": self.language, "max_chars": self.max_chars,
+                "max_strip_chars": self.max_strip_chars}
 
     # -- decompose -------------------------------------------------------------------------------
     def decompose(self, passages: Sequence[tuple[int, str]]) -> list[Piece]:
@@ -77,9 +83,25 @@ class StripRefiner:
             text = text[: self.max_chars]
             spans = {"fixed_num": self._windows, "excerption": self._excerpts,
                      "selection": self._whole}[self.mode](text)
-            for position, (start, end) in enumerate(spans):
+            for position, (start, end) in enumerate(self._bounded(text, spans)):
                 pieces.append(Piece(index, position, start, end, text[start:end]))
         return pieces
+
+    def _bounded(self, text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Spans longer than `max_strip_chars` cut into pieces that end at a word boundary where there is one."""
+        bounded = []
+        for start, end in spans:
+            while end - start > self.max_strip_chars:
+                limit = start + self.max_strip_chars
+                cut = text.rfind(" ", start + self.max_strip_chars // 2, limit)
+                cut = limit if cut < 0 else cut
+                bounded.append((start, cut))
+                start = cut
+                while start < end and text[start].isspace():
+                    start += 1
+            if end > start:
+                bounded.append((start, end))
+        return bounded
 
     @staticmethod
     def _whole(text: str) -> list[tuple[int, int]]:

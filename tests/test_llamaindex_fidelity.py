@@ -141,14 +141,16 @@ def test_prompts_through_llamaindex_prompt_api(settings):
 
     llm = RuleLLM(rule=lambda prompt: "query: custom, keywords")
     crag = CRAGPostprocessor(llm=llm, web_search=build_corrector().web_search)
-    assert "Extract at most three keywords" in crag.get_prompts()["rewrite_prompt"].get_template()
-    crag.update_prompts({"rewrite_prompt": PromptTemplate("Keywords for: {question}\nquery:")})
-    _, result = crag.correct([], QueryBundle(INCORRECT_Q))
-    assert llm.prompts[-1] == f"Keywords for: {INCORRECT_Q}\nquery:" and result.rewritten_query == "custom, keywords"
+    shown = crag.get_prompts()["rewrite_prompt"]
+    assert "Extract at most three keywords" in shown.get_template() and shown.template_vars == ["query_str"]
+    for template in ("Keywords for: {query_str}\nquery:", "Keywords for: {question}\nquery:"):  # LlamaIndex's or crag's
+        crag.update_prompts({"rewrite_prompt": PromptTemplate(template)})
+        _, result = crag.correct([], QueryBundle(INCORRECT_Q))
+        assert llm.prompts[-1] == f"Keywords for: {INCORRECT_Q}\nquery:" and result.rewritten_query == "custom, keywords"
     with pytest.raises(ValueError, match="placeholder"):
         crag.update_prompts({"rewrite_prompt": PromptTemplate("no slot")})
     judged = CRAGPostprocessor(llm=llm, evaluator="llm")
-    assert "{question}" in judged.get_prompts()["judge_prompt"].get_template()
+    assert "{query_str}" in judged.get_prompts()["judge_prompt"].get_template()
     with pytest.raises(ValueError, match="documents"):
         judged.update_prompts({"judge_prompt": PromptTemplate("{question} only")})
     engine = CRAGQueryEngine.from_index(VectorStoreIndex([]), llm=llm)

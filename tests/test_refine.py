@@ -1,6 +1,6 @@
 import pytest
 
-from crag_shared import Origin, Passage, StripRefiner
+from crag_shared import CRAGConfig, Origin, Passage, StripRefiner
 
 
 def words(n, word="w"):
@@ -111,3 +111,21 @@ def test_precompiled_patterns_split_exactly_like_sentence_splitter(bench_dir):
     plain = sentence_splitter.SentenceSplitter(language="en")
     expected = [plain.split(text) for text in texts]
     assert [fast.split(text) for text in texts] == expected
+
+
+@pytest.mark.parametrize("mode", ["excerption", "fixed_num", "selection"])
+def test_no_strip_is_longer_than_max_strip_chars_even_without_punctuation(mode):
+    text = " ".join(f"word{i}" for i in range(20_000))  # ~150,000 characters, no sentence end
+    refiner = StripRefiner(mode, top_k=1000, threshold=-1.0, max_strip_chars=500)
+    pieces = refiner.decompose([(0, text)])
+    assert pieces and all(len(p.text) <= 500 for p in pieces)
+    assert all(p.text == text[p.start:p.end] and not p.text.startswith(" ") for p in pieces)
+    assert "".join(p.text for p in pieces).replace(" ", "") == text[:refiner.max_chars].replace(" ", "")
+
+
+def test_max_strip_chars_is_a_checked_setting():
+    with pytest.raises(ValueError, match="max_strip_chars"):
+        StripRefiner(max_strip_chars=10)
+    with pytest.raises(ValueError, match="max_strip_chars"):
+        CRAGConfig(max_strip_chars="2000")  # type: ignore[arg-type]
+    assert CRAGConfig(max_strip_chars=300).refiner().max_strip_chars == 300

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crag_shared import CombinedEvaluator, LexicalEvaluator, LLMEvaluator, ReplaySearch, evaluator_from_spec
-from crag_shared.adapter import evaluator_spec
+from crag_shared.adapter import saved_evaluator
 from crag_shared.demo import recorded_web_path
 from crag_shared.evaluators import EVALUATOR_SPECS
 from crag_shared.web.spec import WEB_SPECS, web_search_from_spec
@@ -35,7 +35,7 @@ def test_lexical_llm_judge_and_combination_round_trip(scripted_llm, tmp_path):
     for mode, spec in (("batched", "llm"), ("per_document", "llm:per_document")):
         judge = LLMEvaluator(llm, mode=mode)
         assert judge.spec == spec and same(evaluator_from_spec(judge.spec, llm=llm), judge)
-        assert evaluator_spec(judge) == spec  # what a saved adapter config records
+        assert saved_evaluator(judge) == (spec, None)  # what a saved adapter config records
     combination = CombinedEvaluator([LexicalEvaluator()], [2.0], -1.0, thresholds=(0.2, -0.6))
     with pytest.raises(NotImplementedError, match="save"):
         _ = combination.spec
@@ -52,7 +52,7 @@ def test_what_no_spec_can_say_is_refused_loudly(scripted_llm):
 
     with pytest.raises(NotImplementedError, match="Tuned cannot be described"):
         _ = Tuned().spec
-    recorded = evaluator_spec(Tuned())
+    recorded, _ = saved_evaluator(Tuned())
     assert recorded.startswith("custom:") and recorded.endswith("Tuned")
     with pytest.raises(ValueError, match="pass the instance itself"):
         evaluator_from_spec(recorded)

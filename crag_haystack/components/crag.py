@@ -42,12 +42,13 @@ class CRAG(Lifecycle):
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
                  chat_generator: ChatGenerator | None = None, *, evaluator: str = "lexical",
+                 evaluator_options: dict[str, Any] | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: str = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
                  web_top_k: int = 5, on_web_failure: str = "drop", score_titles: bool = False,
                  web_refine_mode: str = "selection", max_keywords: int = 3,
-                 fallback_evaluator: str | None = "lexical", text_embedder: Any | None = None,
-                 document_embedder: Any | None = None) -> None:
+                 fallback_evaluator: str | None = "lexical", max_strip_chars: int = 2_000,
+                 text_embedder: Any | None = None, document_embedder: Any | None = None) -> None:
         """
         :param web_search: a web-search component of this package (`SerpAPIWebSearch`, `ReplayWebSearch`)
             or any crag_shared provider (`SerpAPISearch`, `ReplaySearch`, ...); searched only for
@@ -55,6 +56,8 @@ class CRAG(Lifecycle):
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
+        :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
+            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
@@ -68,14 +71,16 @@ class CRAG(Lifecycle):
         :param web_refine_mode: how web paragraphs are refined ("selection", as in the paper).
         :param max_keywords: at most this many search keywords.
         :param fallback_evaluator: the evaluator spec used when the evaluator fails at run time (None: raise).
+        :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         """
-        self.config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
+        self.config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+                                 upper=upper, lower=lower, thresholds_path=thresholds_path,
                                  refine_mode=refine_mode, strip_top_k=strip_top_k, strip_threshold=strip_threshold,
                                  web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
                                  web_refine_mode=web_refine_mode, max_keywords=max_keywords,
-                                 fallback_evaluator=fallback_evaluator)
+                                 fallback_evaluator=fallback_evaluator, max_strip_chars=max_strip_chars)
         if web_search is not None and not isinstance(web_search, (_WebSearchComponent, WebSearch)):
             raise TypeError("web_search must be a crag_haystack web-search component or a crag_shared provider, "
                             f"got {type(web_search).__name__}")

@@ -34,9 +34,12 @@ class KnowledgeRefiner(Lifecycle):
                  refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption", strip_top_k: int = 5,
                  strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,
-                 text_embedder: Any | None = None, document_embedder: Any | None = None) -> None:
+                 text_embedder: Any | None = None, document_embedder: Any | None = None,
+                 max_strip_chars: int = 2_000, evaluator_options: dict[str, Any] | None = None) -> None:
         """
         :param evaluator: a spec as in `RetrievalRouter`; components naming one model share it.
+        :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
+            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
         :param refine_mode: "excerption" (sentence groups), "fixed_num" (50-word windows) or "selection"
             (whole documents, the right mode for web page paragraphs).
         :param strip_top_k: at most this many strips are kept, in original order.
@@ -46,18 +49,23 @@ class KnowledgeRefiner(Lifecycle):
         :param chat_generator: a Haystack chat generator, for `evaluator="llm"`.
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
+        :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
         """
         if origin not in ("internal", "web"):
             raise ValueError(f"origin must be 'internal' or 'web', got {origin!r}")
         self.evaluator = evaluator
+        self.evaluator_options = evaluator_options
         self.refine_mode = refine_mode
         self.strip_top_k = strip_top_k
         self.strip_threshold = strip_threshold
         self.origin = origin
         self.score_titles = score_titles
+        self.max_strip_chars = max_strip_chars
         self.chat_generator = chat_generator
-        config = CRAGConfig(evaluator=evaluator, refine_mode=refine_mode, web_refine_mode=refine_mode,
-                            strip_top_k=strip_top_k, strip_threshold=strip_threshold, score_titles=score_titles)
+        config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+                            refine_mode=refine_mode, web_refine_mode=refine_mode,
+                            strip_top_k=strip_top_k, strip_threshold=strip_threshold, score_titles=score_titles,
+                            max_strip_chars=max_strip_chars)
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         self._corrector = config.build(llm=as_llm(chat_generator),
@@ -69,9 +77,10 @@ class KnowledgeRefiner(Lifecycle):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
-        return default_to_dict(self, evaluator=self.evaluator, refine_mode=self.refine_mode,
+        return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,
+                               refine_mode=self.refine_mode,
                                strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
-                               score_titles=self.score_titles,
+                               score_titles=self.score_titles, max_strip_chars=self.max_strip_chars,
                                **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod

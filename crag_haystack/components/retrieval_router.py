@@ -51,11 +51,14 @@ class RetrievalRouter(Lifecycle):
     def __init__(self, evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
                  thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
-                 document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop") -> None:
+                 document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop",
+                 evaluator_options: dict[str, Any] | None = None) -> None:
         """
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
             Components naming the same model share one loaded instance.
+        :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
+            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
@@ -68,6 +71,7 @@ class RetrievalRouter(Lifecycle):
         """
         self.on_web_failure = on_web_failure
         self.evaluator = evaluator
+        self.evaluator_options = evaluator_options
         self.upper = upper
         self.lower = lower
         self.thresholds_path = thresholds_path
@@ -75,7 +79,8 @@ class RetrievalRouter(Lifecycle):
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
+        config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+                            upper=upper, lower=lower, thresholds_path=thresholds_path,
                             score_titles=score_titles, on_web_failure=on_web_failure)
         self._corrector = config.build(llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder))
@@ -86,7 +91,8 @@ class RetrievalRouter(Lifecycle):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
-        return default_to_dict(self, evaluator=self.evaluator, upper=self.upper, lower=self.lower,
+        return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,
+                               upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
                                on_web_failure=self.on_web_failure, **nested_to_dicts(self, MODEL_PARTS))
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +53,36 @@ class RetrievalEvaluator(ABC):
 
     def warm_up(self) -> None:
         """Load models; called automatically on first use, and idempotent."""
+
+    def init_parameters(self) -> dict[str, object]:
+        """The keyword settings this evaluator was built with, read back from its instance attributes
+        (`_name` as given, else `name`) for every keyword parameter of its class's constructors;
+        `evaluator_options` saves those its spec does not carry."""
+        names: list[str] = []
+        for cls in type(self).__mro__:
+            init = cls.__dict__.get("__init__")
+            if init is None:
+                continue
+            parameters = inspect.signature(init).parameters.values()
+            names += [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+                break
+        own = vars(self)
+        values = {name: own[f"_{name}"] if f"_{name}" in own else own[name]
+                  for name in dict.fromkeys(names) if f"_{name}" in own or name in own}
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and deepcopy without the lock that guards loading and caches (a fresh one on restore)."""
+        state = self.__dict__.copy()
+        if "_lock" in state:
+            state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        if "_lock" in state:
+            self._lock = threading.RLock()
 
     def clear_cache(self) -> None:
         """Forget any per-text results kept between calls (benchmarks measure cold texts this way)."""

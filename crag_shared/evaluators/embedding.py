@@ -36,6 +36,8 @@ Unit = Literal["matched", "sentence", "passage"]
 SPEC_SUFFIX: dict[str, str] = {"matched": "", "sentence": "-sentence", "passage": "-passage"}
 #: Unit "matched" embeds this many sentences per text: those that best match the question's words.
 MATCHED_SENTENCES = 2
+#: Query embeddings kept (a framework's model): enough for every query in flight at once.
+QUERY_CACHE_SIZE = 256
 
 
 def embedding_kind(kind: str) -> tuple[str, str] | None:
@@ -88,16 +90,18 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         self.language = language
         self.max_length = max_length
         self.batch_size = batch_size
+        self._device = device  # as asked; `device` becomes the one the model loads on
         self.device = device
         self.local_files_only = local_files_only
         self._thresholds = (thresholds[0], thresholds[1]) if thresholds is not None else None
         self._embed_texts = embed_texts
-        self._embed_query = embed_query or (lambda text: self._embed_texts([text])[0])  # type: ignore[misc]
+        self._embed_query = embed_query
         self._model: Any = None
         self._tokenizer: Any = None
         self.cache_size = cache_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.RLock()  # guards loading and the cache
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.RLock()  # guards loading and the caches
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -138,6 +142,19 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         """Forget the embeddings kept so far (benchmarks measure unseen texts)."""
         with self._lock:
             self._cache.clear()
+            self._queries.clear()
+
+    def remember_query(self, query: str, vector: Sequence[float]) -> None:
+        """Use `vector` as `query`'s embedding (one the retriever already computed with the same model),
+        so the query is not embedded again. Only for `embed_query` evaluators, whose query side is the
+        framework's model; a vector whose size differs from the passages' is ignored when scoring."""
+        if self._embed_texts is None:
+            return
+        with self._lock:
+            self._queries[query] = _normalised(vector)
+            self._queries.move_to_end(query)
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
 
     def _embed_all(self, texts: list[str]) -> list[list[float]]:
         if self._embed_texts is not None:
@@ -160,24 +177,42 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             return mean_pooled(hidden, batch["attention_mask"]).cpu().tolist()
 
     def _query_vector(self, query: str) -> list[float]:
-        if self._embed_texts is not None:
-            return _normalised(self._embed_query(query))
-        return self.encode([query])[0]
+        """The query's embedding, computed at most once per query while it stays among the last
+        `QUERY_CACHE_SIZE` (a decision scores passages, then strips, with the same query)."""
+        if self._embed_texts is None:
+            return self.encode([query])[0]
+        with self._lock:
+            known = self._queries.get(query)
+        if known is None:
+            vector = self._embed_query(query) if self._embed_query else self._embed_texts([query])[0]
+            known = _normalised(vector)
+            self.remember_query(query, known)
+        return known
 
     def cosines(self, query: str, texts: Sequence[str]) -> list[float]:
         """Each text's cosine with the query: its best (matched) sentence's, or its own (unit "passage")."""
         if not texts:
             return []
-        q = self._query_vector(query)
         if self.unit == "passage":
-            return [_dot(q, v) for v in self.encode(texts)]
+            return self._similarities(query, texts)
         pieces = [[text[a:b] for a, b in sentence_spans(self.language, text)] or [text] for text in texts]
         if self.unit == "matched":
             question = QuestionWords(query)
             pieces = [sorted(group, key=question.score, reverse=True)[:MATCHED_SENTENCES] for group in pieces]
         distinct = list(dict.fromkeys(piece for group in pieces for piece in group))
-        similarity = dict(zip(distinct, (_dot(q, v) for v in self.encode(distinct))))
+        similarity = dict(zip(distinct, self._similarities(query, distinct)))
         return [max(similarity[piece] for piece in group) for group in pieces]
+
+    def _similarities(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine with the query. A remembered query vector whose size differs from the texts'
+        (another model's) is dropped and the query embedded here."""
+        q = self._query_vector(query)
+        vectors = self.encode(texts)
+        if vectors and len(vectors[0]) != len(q):
+            with self._lock:
+                self._queries.pop(query, None)
+            q = self._query_vector(query)
+        return [_dot(q, v) for v in vectors]
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""

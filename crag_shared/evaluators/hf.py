@@ -56,6 +56,7 @@ class HFSequenceEvaluator(BatchedPairEvaluator):
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  allow_untrained_head: bool = False, **batching: Any) -> None:
         super().__init__(model, **batching)
+        self._device = device  # as asked ("auto", None...); `device` becomes the one the model loads on
         self.device = device
         self.dtype = dtype
         self.allow_untrained_head = allow_untrained_head

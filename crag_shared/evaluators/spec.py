@@ -5,7 +5,9 @@ serialized components all come here; error messages and help texts show the tabl
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
@@ -127,18 +129,48 @@ def embedding_unit(spec: str) -> str | None:
     return None
 
 
+def evaluator_options(evaluator: RetrievalEvaluator) -> dict[str, Any]:
+    """The constructor settings of `evaluator` that its spec does not carry: what `evaluator_from_spec(spec,
+    **options)` needs to rebuild an equal evaluator (`max_length=128`, `thresholds`, `quantize`...).
+
+    Raises NotImplementedError naming what cannot be saved: a class no spec describes (your own, a
+    subclass), or a setting that is not plain data (a function, a model object)."""
+    spec = evaluator.spec
+    unit = embedding_unit(spec)
+    if isinstance(evaluator, EmbeddingEvaluator) and unit:  # the framework's model, which the adapter passes again
+        settings = evaluator.init_parameters()
+        reference: RetrievalEvaluator = EmbeddingEvaluator(embed_query=settings["embed_query"],  # type: ignore[arg-type]
+                                                           embed_texts=settings["embed_texts"],  # type: ignore[arg-type]
+                                                           unit=unit)  # type: ignore[arg-type]
+    elif evaluator_kind(spec) == "llm":  # its LLM is the adapter's, passed again on rebuilding
+        reference = evaluator_from_spec(spec, llm=getattr(evaluator, "llm", None))
+    else:
+        reference = evaluator_from_spec(spec)
+    mine, theirs = evaluator.init_parameters(), reference.init_parameters()
+    options = {name: value for name, value in mine.items() if value != theirs.get(name)}
+    for name, value in options.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise NotImplementedError(f"{type(evaluator).__name__}({name}={type(value).__name__}) cannot be saved: "
+                                      f"only plain values are; pass the evaluator instance again after loading"
+                                      ) from None
+    return options
+
+
 _SHARED: dict[str, RetrievalEvaluator] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_evaluator(spec: str) -> RetrievalEvaluator:
-    """One evaluator per spec in this process: every component or corrector naming the same model
-    shares one instance, so the model is loaded once (also after a pipeline is loaded from YAML).
+def shared_evaluator(spec: str, options: Mapping[str, Any] | None = None) -> RetrievalEvaluator:
+    """One evaluator per spec and options in this process: every component or corrector naming the same
+    model shares one instance, so the model is loaded once (also after a pipeline is loaded from YAML).
     Evaluators score without per-call state, so sharing is safe; LLM judges are never shared."""
+    key = spec if not options else f"{spec} {json.dumps(dict(options), sort_keys=True)}"
     with _SHARED_LOCK:
-        evaluator = _SHARED.get(spec)
+        evaluator = _SHARED.get(key)
         if evaluator is None:
-            evaluator = _SHARED[spec] = evaluator_from_spec(spec)
+            evaluator = _SHARED[key] = evaluator_from_spec(spec, **(options or {}))
         return evaluator
 
 
