@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
 from crag_shared.adapter import CorrectionResult, Origin, Passage, Strip, passage_from_record, strip_metadata
 
@@ -14,9 +14,12 @@ def to_passage(item: NodeWithScore) -> Passage:
                                item.score)
 
 
-def has_text(item: NodeWithScore) -> bool:
-    """Whether CRAG can judge the node: an image or other node without text passes through untouched."""
-    return bool(item.node.get_content(metadata_mode=MetadataMode.NONE).strip())
+def unjudgeable(item: NodeWithScore) -> bool:
+    """A node CRAG cannot judge and must not drop: an image (or any non-text node) without text. A text
+    node with empty text carries nothing and is simply skipped."""
+    node = item.node
+    textless = not node.get_content(metadata_mode=MetadataMode.NONE).strip()
+    return textless and (isinstance(node, ImageNode) or not isinstance(node, TextNode))
 
 
 def strip_node(strip: Strip, result: CorrectionResult, sources: list[NodeWithScore],

@@ -31,7 +31,7 @@ from crag_shared.adapter import (
     saved_evaluator,
 )
 
-from .convert import has_text, knowledge_nodes, to_passage
+from .convert import knowledge_nodes, to_passage, unjudgeable
 from .embedding import embedding_evaluator
 from .instrumentation import aemit, dispatcher, emit, reranking
 from .llm import LlamaIndexLLM, configured_llm
@@ -201,10 +201,10 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     def ranked(self, result: CorrectionResult, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         """The knowledge as nodes, best CRAG score first (ties in knowledge order), cut to `top_n`; then
-        the nodes without text, which CRAG could not judge, untouched."""
+        the images (nodes without text), which CRAG cannot judge, untouched."""
         knowledge = knowledge_nodes(result, nodes, self.return_strips, self.keep_retrieval_score)
         knowledge.sort(key=lambda n: -(n.score if n.score is not None else -1.0))
-        return knowledge[: self.top_n] + [n for n in nodes if not has_text(n)]
+        return knowledge[: self.top_n] + [n for n in nodes if unjudgeable(n)]
 
     # -- prompts (LlamaIndex's PromptMixin): {query_str} as everywhere in LlamaIndex ---------------------
     def _get_prompts(self) -> PromptDictType:

@@ -146,7 +146,8 @@ def test_prompts_through_llamaindex_prompt_api(settings):
     for template in ("Keywords for: {query_str}\nquery:", "Keywords for: {question}\nquery:"):  # LlamaIndex's or crag's
         crag.update_prompts({"rewrite_prompt": PromptTemplate(template)})
         _, result = crag.correct([], QueryBundle(INCORRECT_Q))
-        assert llm.prompts[-1] == f"Keywords for: {INCORRECT_Q}\nquery:" and result.rewritten_query == "custom, keywords"
+        assert llm.prompts[-1] == f"Keywords for: {INCORRECT_Q}\nquery:"
+        assert result.rewritten_query == "custom, keywords"
     with pytest.raises(ValueError, match="placeholder"):
         crag.update_prompts({"rewrite_prompt": PromptTemplate("no slot")})
     judged = CRAGPostprocessor(llm=llm, evaluator="llm")

@@ -64,7 +64,8 @@ class RetrievalEvaluator(ABC):
             if init is None:
                 continue
             parameters = inspect.signature(init).parameters.values()
-            names += [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+            names += [p.name for p in parameters if p.name not in _SPEC_CARRIED
+                      and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
             if not any(p.kind is p.VAR_KEYWORD for p in parameters):
                 break
         own = vars(self)
@@ -122,6 +123,10 @@ def _checked(texts: Sequence[str]) -> list[str]:
 def clip(value: float) -> float:
     """`value` clipped to [-1, 1]."""
     return max(-1.0, min(1.0, float(value)))
+
+
+#: Constructor parameters that a spec carries itself (its target) or the adapter passes again.
+_SPEC_CARRIED = frozenset({"self", "model", "llm", "members", "weights", "bias"})  # combined: in its file
 
 
 class Described(Protocol):
