@@ -22,7 +22,7 @@ def unjudgeable(item: NodeWithScore) -> bool:
     return textless and (isinstance(node, ImageNode) or not isinstance(node, TextNode))
 
 
-def strip_node(strip: Strip, result: CorrectionResult, sources: list[NodeWithScore],
+def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[NodeWithScore],
                keep_retrieval_score: bool = False) -> NodeWithScore:
     """A strip as a new TextNode carrying its source node's metadata, exclusions, templates and document link.
 

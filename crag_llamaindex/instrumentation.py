@@ -12,7 +12,7 @@ from llama_index.core.instrumentation.events.base import BaseEvent
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared.adapter import CorrectionResult, describe
+from crag_shared.adapter import CorrectionResult, WebOutcome, describe
 
 if TYPE_CHECKING:
     from .postprocessor import CRAGPostprocessor
@@ -67,13 +67,23 @@ def events_for(result: CorrectionResult) -> list[BaseEvent]:
     upper, lower = result.thresholds
     events: list[BaseEvent] = [CRAGActionEvent(query=result.query, action=result.action.value,
                                                scores=list(result.scores), upper=upper, lower=lower)]
-    web = result.web
-    if web is not None:
-        events.append(CRAGWebSearchEvent(
-            query=result.query, search_query=web.query, urls=[r.url for r in web.results],
-            issues=[f"{i.url}: {i.reason}" for i in web.issues] + ([web.error] if web.error else [])))
+    if result.web is not None:
+        events.append(web_search_event(result.query, result.web))
     events.extend(CRAGFallbackEvent(step=f.step, reason=f.reason, applied=f.applied) for f in result.fallbacks)
     return events
+
+
+def web_search_event(query: str, web: WebOutcome) -> CRAGWebSearchEvent:
+    """The event of one web search: the rewritten query, the result URLs and every issue met."""
+    return CRAGWebSearchEvent(query=query, search_query=web.query, urls=[r.url for r in web.results],
+                              issues=[f"{i.url}: {i.reason}" for i in web.issues] + ([web.error] if web.error else []))
+
+
+def emit_search(web: WebOutcome) -> None:
+    """Send a standalone web search's events (`WebSearchRetriever`): the search, and its fallbacks."""
+    dispatcher.event(web_search_event(web.question, web))
+    for fallback in web.trace.fallbacks:
+        dispatcher.event(CRAGFallbackEvent(step=fallback.step, reason=fallback.reason, applied=fallback.applied))
 
 
 def emit(result: CorrectionResult) -> None:

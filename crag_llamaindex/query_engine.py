@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator
+import copy
+from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, Literal
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -14,8 +15,9 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.response_synthesizers import BaseSynthesizer, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
@@ -38,13 +40,15 @@ class CRAGQueryEngine(BaseQueryEngine):
     with no web knowledge, or an empty query), the engine answers `no_knowledge_answer` without calling
     the LLM; `on_abstain="llm"` asks the LLM instead with `no_context_prompt` (the question alone, told
     not to guess; a prompt of this engine's, see `get_prompts()`). `query`, `aquery` and streaming
-    (`streaming=True`) all work.
+    (`streaming=True`) all work. `node_postprocessors` run on the retrieved nodes before CRAG judges
+    them, as in `RetrieverQueryEngine(node_postprocessors=[*yours, crag])`.
     """
 
     def __init__(self, retriever: BaseRetriever, *, crag: CRAGPostprocessor | None = None,
                  response_synthesizer: BaseSynthesizer | None = None, llm: Any | None = None,
                  streaming: bool = False, no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER,
                  on_abstain: OnAbstain = "answer", no_context_prompt: BasePromptTemplate | str | None = None,
+                 node_postprocessors: Sequence[BaseNodePostprocessor] = (),
                  callback_manager: CallbackManager | None = None, **crag_settings: Any) -> None:
         if crag is not None and crag_settings:
             raise ValueError("pass either crag=CRAGPostprocessor(...) or CRAG settings, not both")
@@ -53,7 +57,12 @@ class CRAGQueryEngine(BaseQueryEngine):
                              f"got {on_abstain!r}")
         if not isinstance(no_knowledge_answer, str):
             raise TypeError(f"no_knowledge_answer must be a string, got {type(no_knowledge_answer).__name__}")
+        for postprocessor in node_postprocessors:
+            if not isinstance(postprocessor, BaseNodePostprocessor):
+                raise TypeError(f"node_postprocessors must be LlamaIndex node postprocessors, got "
+                                f"{type(postprocessor).__name__}")
         self._retriever = retriever
+        self._postprocessors = list(node_postprocessors)
         self._crag = crag or CRAGPostprocessor(llm=llm, **crag_settings)
         self._synthesizer = response_synthesizer or get_response_synthesizer(llm=llm, streaming=streaming)
         self._llm = llm
@@ -67,6 +76,12 @@ class CRAGQueryEngine(BaseQueryEngine):
     def from_index(cls, index: Any, *, similarity_top_k: int = 10, **kwargs: Any) -> "CRAGQueryEngine":
         """CRAG over `index.as_retriever(similarity_top_k=...)`; the paper scores the top 10."""
         return cls(index.as_retriever(similarity_top_k=similarity_top_k), **kwargs)
+
+    def with_retriever(self, retriever: BaseRetriever) -> "CRAGQueryEngine":
+        """This engine over another retriever: the same CRAG postprocessor, synthesizer and answers."""
+        engine = copy.copy(self)
+        engine._retriever = retriever
+        return engine
 
     @property
     def crag(self) -> CRAGPostprocessor:
@@ -86,20 +101,35 @@ class CRAGQueryEngine(BaseQueryEngine):
             self._no_context_prompt = _prompt(prompts["no_context_prompt"])
 
     def _get_prompt_modules(self) -> PromptMixinType:
-        return {"crag": self._crag, "response_synthesizer": self._synthesizer}
+        return {"crag": self._crag, "response_synthesizer": self._synthesizer,
+                **{f"node_postprocessor_{i}": p for i, p in enumerate(self._postprocessors)
+                   if isinstance(p, PromptMixin)}}
+
+    def _retrieved(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        nodes = self._retriever.retrieve(query_bundle)
+        for postprocessor in self._postprocessors:
+            nodes = postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
+        return nodes
+
+    async def aretrieved(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The retriever's nodes after `node_postprocessors`: what CRAG judges (also `CRAGWorkflow`'s)."""
+        nodes = await self._retriever.aretrieve(query_bundle)
+        for postprocessor in self._postprocessors:
+            nodes = await postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)
+        return nodes
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The retriever's nodes, corrected: the knowledge nodes CRAG keeps."""
-        return self._crag.correct(self._retriever.retrieve(query_bundle), query_bundle)[0]
+        return self._crag.correct(self._retrieved(query_bundle), query_bundle)[0]
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        nodes, result = self._crag.correct(self._retriever.retrieve(query_bundle), query_bundle)
+        nodes, result = self._crag.correct(self._retrieved(query_bundle), query_bundle)
         if result.abstained:
             return _with_crag(self._abstain(query_bundle), result)
         return _with_crag(self._synthesizer.synthesize(query_bundle, nodes), result)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        nodes, result = await self._crag.acorrect(await self._retriever.aretrieve(query_bundle), query_bundle)
+        nodes, result = await self._crag.acorrect(await self.aretrieved(query_bundle), query_bundle)
         return await self.arespond(query_bundle, nodes, result)
 
     async def arespond(self, query_bundle: QueryBundle, nodes: list[NodeWithScore], result: CorrectionResult

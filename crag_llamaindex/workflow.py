@@ -7,9 +7,11 @@ action, scores and knowledge here as through `CRAGPostprocessor` or `CRAGQueryEn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.workflow import Context, Event, StartEvent, StopEvent, Workflow, step
@@ -79,15 +81,17 @@ class CRAGWorkflow(Workflow):
                  similarity_top_k: int = 10, crag: CRAGPostprocessor | None = None, llm: Any | None = None,
                  response_synthesizer: BaseSynthesizer | None = None, streaming: bool = False,
                  no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER, on_abstain: OnAbstain = "answer",
-                 no_context_prompt: Any | None = None, timeout: float | None = 120.0,
-                 verbose: bool = False, **crag_settings: Any) -> None:
+                 no_context_prompt: Any | None = None, node_postprocessors: Sequence[BaseNodePostprocessor] = (),
+                 timeout: float | None = 120.0, verbose: bool = False, num_concurrent_runs: int | None = None,
+                 **crag_settings: Any) -> None:
         if (retriever is None) == (index is None):
             raise ValueError("pass either retriever=... or index=...")
-        super().__init__(timeout=timeout, verbose=verbose)
+        super().__init__(timeout=timeout, verbose=verbose, num_concurrent_runs=num_concurrent_runs)
         retriever = retriever or index.as_retriever(similarity_top_k=similarity_top_k)
         self.engine = CRAGQueryEngine(retriever, crag=crag, response_synthesizer=response_synthesizer, llm=llm,
                                       streaming=streaming, no_knowledge_answer=no_knowledge_answer,
-                                      on_abstain=on_abstain, no_context_prompt=no_context_prompt, **crag_settings)
+                                      on_abstain=on_abstain, no_context_prompt=no_context_prompt,
+                                      node_postprocessors=node_postprocessors, **crag_settings)
 
     @property
     def crag(self) -> CRAGPostprocessor:
@@ -100,7 +104,7 @@ class CRAGWorkflow(Workflow):
         query = ev.get("query")
         if not isinstance(query, str):
             raise TypeError(f"CRAGWorkflow.run needs query=... as a string, got {type(query).__name__}")
-        nodes = await self.engine.retriever.aretrieve(QueryBundle(query)) if query.strip() else []
+        nodes = await self.engine.aretrieved(QueryBundle(query)) if query.strip() else []
         return _streamed(ctx, RetrievedEvent(query=query, nodes=nodes))
 
     @step

@@ -202,16 +202,24 @@ def test_workflow_needs_a_retriever_or_an_index():
         CRAGWorkflow()
 
 
-def test_pack_modules_and_run(demo_index):
-    pack = CRAGPack(demo_index, similarity_top_k=3, web_search=build_corrector().web_search)
+def test_pack_modules_and_run_deprecated_pointing_to_the_workflow(demo_index):
+    with pytest.warns(DeprecationWarning, match="use CRAGWorkflow"):
+        pack = CRAGPack(demo_index, similarity_top_k=3, web_search=build_corrector().web_search)
     modules = pack.get_modules()
     assert set(modules) == {"workflow", "query_engine", "retriever", "postprocessor", "corrector"}
     sync = pack.run(AMBIGUOUS_Q)
     async_ = asyncio.run(pack.arun(AMBIGUOUS_Q))
     assert sync.metadata["crag"]["action"] == async_.metadata["crag"]["action"] == "ambiguous"
     assert [n.node.get_content() for n in sync.source_nodes] == [n.node.get_content() for n in async_.source_nodes]
-    assert isinstance(CRAGPack(demo_index.as_retriever()).workflow, CRAGWorkflow)
-    with pytest.raises(TypeError, match="index or a retriever"):
+    one = pack.run(AMBIGUOUS_Q, similarity_top_k=1)  # a per-call top k, as packs' run(**kwargs) allowed
+    assert one.metadata["crag"]["scores"] and len(one.metadata["crag"]["scores"]) == 1
+    assert len(asyncio.run(pack.arun(AMBIGUOUS_Q, similarity_top_k=2)).metadata["crag"]["scores"]) == 2
+    with pytest.warns(DeprecationWarning):
+        from_retriever = CRAGPack(demo_index.as_retriever())
+    assert isinstance(from_retriever.workflow, CRAGWorkflow)
+    with pytest.raises(TypeError, match="built from an index"):
+        from_retriever.run(AMBIGUOUS_Q, similarity_top_k=2)
+    with pytest.raises(TypeError, match="index or a retriever"), pytest.warns(DeprecationWarning):
         CRAGPack("not an index")
 
 

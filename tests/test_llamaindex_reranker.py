@@ -278,3 +278,47 @@ def test_strips_keep_offsets_text_template_and_a_size_bound_and_images_pass_thro
     assert bounded and all(len(n.node.text) <= 300 for n in bounded)
     assert out[-1].node is image and out[-1].score == 0.4  # untouched, after the knowledge
     assert any(type(step).__name__ == "SkippedPassage" and step.id == "picture" for step in result.trace.steps)
+
+
+# -- item 7: the wrappers compose --------------------------------------------------------------------------
+async def test_query_engine_and_workflow_take_node_postprocessors_and_concurrency(settings):
+    from llama_index.core.postprocessor import LongContextReorder
+
+    from crag_llamaindex import CRAGQueryEngine, CRAGWorkflow
+    from crag_llamaindex.testing import FixedRetriever
+
+    nodes = demo_nodes()
+    retriever = FixedRetriever({CORRECT_Q: nodes})
+    cut = SimilarityPostprocessor(similarity_cutoff=0.8)  # keeps the retriever's top 3 (0.9, 0.85, 0.8)
+    engine = CRAGQueryEngine(retriever, node_postprocessors=[cut])
+    response = await engine.aquery(CORRECT_Q)
+    assert engine.query(CORRECT_Q).metadata["crag"]["scores"] == response.metadata["crag"]["scores"]
+    assert len(response.metadata["crag"]["scores"]) == 3  # CRAG judged what the user's postprocessor kept
+    assert "node_postprocessor_0" not in engine.get_prompts()  # a postprocessor without prompts adds none
+    with pytest.raises(TypeError, match="node_postprocessors"):
+        CRAGQueryEngine(retriever, node_postprocessors=["reorder"])
+    workflow = CRAGWorkflow(retriever, node_postprocessors=[cut, LongContextReorder()], num_concurrent_runs=2)
+    answered = await workflow.run(query=CORRECT_Q)
+    assert answered.metadata["crag"]["scores"] == response.metadata["crag"]["scores"]
+
+
+def test_web_search_retriever_reports_a_search_not_a_judgment(caplog):
+    from crag_llamaindex import WebSearchRetriever
+
+    root = get_dispatcher()
+    recorder = Recorder(events=[])
+    root.add_event_handler(recorder)
+    try:
+        nodes = WebSearchRetriever(build_corrector().web_search, on_web_failure="keep").retrieve(INCORRECT_Q)
+        assert nodes and all(n.node.metadata["crag_origin"] == "web" and n.node.metadata["url"] for n in nodes)
+        names = [type(e).__name__ for e in recorder.events]
+        assert "CRAGWebSearchEvent" in names and "CRAGActionEvent" not in names and "CRAGFallbackEvent" not in names
+        from crag_shared.web.memory import InMemorySearch
+
+        recorder.events.clear()
+        assert WebSearchRetriever(InMemorySearch([])).retrieve(INCORRECT_Q) == []
+        fallbacks = [e for e in recorder.events if type(e).__name__ == "CRAGFallbackEvent"]
+        assert len(fallbacks) == 1 and "internal" not in fallbacks[0].applied
+        assert any(r.name == "crag" and r.levelname == "WARNING" for r in caplog.records)
+    finally:
+        root.event_handlers.remove(recorder)
