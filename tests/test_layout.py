@@ -4,6 +4,8 @@ adapters' runtime reaches the core through its one adapter-facing module."""
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 TOOLING = ("crag_shared.tools", "crag_shared.testing")
 
@@ -125,3 +127,27 @@ def test_every_public_name_has_a_docstring():
 
             visit(ast.parse(path.read_text(encoding="utf-8")).body, "")
     assert undocumented == []
+
+
+def test_the_llamaindex_wheel_also_installs_llama_index_postprocessor_crag(tmp_path):
+    """LlamaIndex's integration naming (`llama_index.<kind>.<name>`) from `pip install crag-llamaindex`: a
+    namespace portion that merges with llama-index-core's `llama_index` instead of shadowing it."""
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("hatchling")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                    str(ROOT / "crag_llamaindex")], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("crag_llamaindex-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "llama_index/postprocessor/crag/__init__.py" in names
+    assert not any(n in names for n in ("llama_index/__init__.py", "llama_index/postprocessor/__init__.py"))
+    assert "crag_llamaindex/postprocessor.py" in names and "crag_llamaindex/py.typed" in names
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from llama_index.postprocessor.crag import "
+            "CRAGPostprocessor; import llama_index.core; print(CRAGPostprocessor.__module__, "
+            "sys.modules['crag_llamaindex'].__file__.startswith(sys.argv[1]))")
+    shown = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["crag_llamaindex.postprocessor", "True"]
