@@ -1,10 +1,12 @@
 """crag-llamaindex: Corrective RAG for LlamaIndex, as a thin adapter over crag_shared.
 
-- `CRAGPostprocessor`: add to any query engine's `node_postprocessors`;
+- `CRAGPostprocessor`: add to any query engine's `node_postprocessors` (a reranker: sorted, `top_n`);
 - `CRAGQueryEngine`: retrieve → CRAG → synthesize, with CRAG's verdict in `response.metadata["crag"]`;
 - `WebSearchRetriever`: web knowledge (rewrite → search → fetch → select) as a retriever;
-- `CRAGWorkflow`: the same algorithm as a Workflow, one typed event per step;
-- `CRAGPack`: the llama-packs shape (`get_modules()`, `run(query)`).
+- `CRAGWorkflow`: the same algorithm as a Workflow, one typed event per step, nestable in yours;
+- `CRAGPack`: the llama-packs shape, deprecated as LlamaIndex deprecated packs.
+
+The same names import from `llama_index.postprocessor.crag`, LlamaIndex's integration naming.
 """
 
 from .embedding import embedding_evaluator
@@ -14,8 +16,16 @@ from .pack import CRAGPack
 from .postprocessor import CRAGPostprocessor
 from .query_engine import CRAGQueryEngine
 from .retriever import WebSearchRetriever
-from .workflow import CRAGWorkflow, JudgedEvent, KnowledgeEvent, RefineEvent, RetrievedEvent, SearchNeededEvent
+from .workflow import (
+    CRAGStartEvent,
+    CRAGWorkflow,
+    JudgedEvent,
+    KnowledgeEvent,
+    RefineEvent,
+    RetrievedEvent,
+    SearchNeededEvent,
+)
 
 __all__ = ["CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor", "CRAGQueryEngine",
-           "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent", "KnowledgeEvent", "LlamaIndexLLM", "RefineEvent",
-           "RetrievedEvent", "SearchNeededEvent", "WebSearchRetriever", "embedding_evaluator"]
+           "CRAGStartEvent", "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent", "KnowledgeEvent", "LlamaIndexLLM",
+           "RefineEvent", "RetrievedEvent", "SearchNeededEvent", "WebSearchRetriever", "embedding_evaluator"]

@@ -7,9 +7,8 @@ import pytest
 from llama_index.core.workflow import Context, StartEvent, StopEvent, Workflow, step
 from workflows.context.serializers import PickleSerializer
 
-from crag_llamaindex import CRAGWorkflow
+from crag_llamaindex import CRAGStartEvent, CRAGWorkflow, JudgedEvent
 from crag_llamaindex.testing import FixedRetriever, RuleLLM
-from crag_llamaindex.workflow import CRAGStartEvent, JudgedEvent
 from crag_shared import WebSearchError
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
 
