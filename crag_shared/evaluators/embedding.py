@@ -157,10 +157,13 @@ class EmbeddingEvaluator(RetrievalEvaluator):
                 self._queries.popitem(last=False)
 
     def _embed_all(self, texts: list[str]) -> list[list[float]]:
-        if self._embed_texts is not None:
-            return [_normalised(v) for v in self._embed_texts(texts)]
-        self.warm_up()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths, little padding
+        if self._embed_texts is not None:  # a framework's model batches in the order given
+            placed: list[list[float]] = [[] for _ in texts]
+            for i, vector in zip(order, self._embed_texts([texts[i] for i in order])):
+                placed[i] = _normalised(vector)
+            return placed
+        self.warm_up()
         vectors: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), self.batch_size):
             index = order[start:start + self.batch_size]

@@ -125,6 +125,13 @@ def _bench_abstain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_llamaindex(args: argparse.Namespace) -> int:
+    from .bench.llamaindex import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
 def _bench_accuracy(args: argparse.Namespace) -> int:
     from .bench.accuracy import run, table
 
@@ -227,7 +234,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
     "fit-combination": _fit_combination, "calibrate": _calibrate, "bench web": _bench_web,
     "bench throughput": _bench_throughput, "bench batch": _bench_batch, "bench recall": _bench_recall,
-    "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy,
+    "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy, "bench llamaindex": _bench_llamaindex,
 }
 
 

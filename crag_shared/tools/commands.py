@@ -189,6 +189,10 @@ def _bench_command(commands: Any) -> None:
     abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
+    llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
+                                    "latency per query, query embeddings, concurrent aquery")
+    llamaindex.add_argument("--bench-dir")
+    llamaindex.add_argument("--queries", type=POSITIVE_INT, default=50)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
                                         "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
