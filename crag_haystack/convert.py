@@ -10,6 +10,24 @@ from haystack import Document
 from crag_shared.adapter import CorrectionResult, Passage, Strip, passage_from_record, strip_metadata
 
 
+def checked_documents(component: str, documents: object) -> list[Document]:
+    """The documents a component judges. Dicts in Haystack's `Document.to_dict()` form (what hayhooks and
+    REST clients send) become Documents; anything else that is not a Document raises here, naming it."""
+    if not isinstance(documents, (list, tuple)):
+        raise TypeError(f"{component}: documents must be a list of Haystack Documents, got "
+                        f"{type(documents).__name__}")
+    checked = []
+    for i, document in enumerate(documents):
+        if isinstance(document, dict):
+            document = Document.from_dict(document)
+        if not isinstance(document, Document):
+            hint = " (wrap texts as Document(content=...))" if isinstance(document, str) else ""
+            raise TypeError(f"{component}: documents[{i}] is a {type(document).__name__}, not a Haystack "
+                            f"Document{hint}")
+        checked.append(document)
+    return checked
+
+
 def to_passage(document: Document) -> Passage:
     """A node or document as a `Passage` (text, id, title and URL from its metadata, score)."""
     return passage_from_record(document.content, document.id, document.meta, document.score)

@@ -1,10 +1,19 @@
 """Reuse the Haystack embedders a pipeline already has as CRAG's retrieval evaluator."""
 
+import inspect
 from typing import Any
 
 from haystack import Document
+from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CRAGConfig, EmbeddingEvaluator, RetrievalEvaluator, embedding_unit
+from crag_shared.adapter import (
+    CRAGConfig,
+    EmbeddingEvaluator,
+    RetrievalEvaluator,
+    embedding_unit,
+    evaluator_kind,
+    saved_evaluator,
+)
 
 
 def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None,
@@ -13,8 +22,10 @@ def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None
     (`run(text=...)["embedding"]`), passages in one `document_embedder` call
     (`run(documents=...)["documents"][i].embedding`), or one text-embedder call each without one.
     Warm the embedders up first (pipelines do; crag's components do it in their `warm_up`)."""
-    if not callable(getattr(text_embedder, "run", None)):
-        raise TypeError(f"text_embedder must be a Haystack text embedder, got {type(text_embedder).__name__}")
+    _expect_embedder("text_embedder", text_embedder, "text", "a text embedder (run(text=...) -> embedding)")
+    if document_embedder is not None:
+        _expect_embedder("document_embedder", document_embedder, "documents",
+                         "a document embedder (run(documents=...) -> documents)")
 
     def embed_query(text: str) -> list[float]:
         return list(text_embedder.run(text=text)["embedding"])
@@ -28,13 +39,57 @@ def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None
     return EmbeddingEvaluator(embed_query=embed_query, embed_texts=embed_texts, **options)
 
 
-def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedder: Any | None
-                  ) -> RetrievalEvaluator | None:
-    """The evaluator instance a component needs beyond its spec: `evaluator="embedding"` is the pipeline's
-    own embedders; every other spec is built by the config (None here)."""
+def _expect_embedder(name: str, embedder: Any, argument: str, what: str) -> None:
+    """A wrong embedder fails here, naming it, not as an evaluator fault (and a lexical fallback) later."""
+    run = getattr(embedder, "run", None)
+    if not callable(run) or argument not in inspect.signature(run).parameters:
+        raise TypeError(f"{name} must be {what}, got {type(embedder).__name__}")
+
+
+def evaluator_setting(evaluator: object, options: dict[str, Any] | None, device: ComponentDevice | None
+                      ) -> tuple[str, dict[str, Any] | None, RetrievalEvaluator | None]:
+    """(spec, options for the config, instance) of a component's `evaluator=`: a spec, with
+    `evaluator_options` and a Haystack `device` for model evaluators, or a ready evaluator instance, saved
+    as its spec and settings (`saved_evaluator`)."""
+    if isinstance(evaluator, RetrievalEvaluator):
+        if options or device is not None:
+            raise ValueError("evaluator_options and device configure an evaluator built from a spec; give them to "
+                             "the evaluator instance itself")
+        spec, saved = saved_evaluator(evaluator)
+        return spec, saved, evaluator
+    if not isinstance(evaluator, str):
+        raise TypeError(f"evaluator must be a spec string (e.g. 'lexical', 'cross-encoder:PATH') or a crag "
+                        f"evaluator, got {type(evaluator).__name__}")
+    if device is not None:
+        if not isinstance(device, ComponentDevice):
+            raise TypeError(f"device must be a haystack ComponentDevice, got {type(device).__name__}")
+        if evaluator_kind(evaluator) in ("lexical", "llm", "combined"):
+            raise ValueError(f"device applies to model evaluators; evaluator={evaluator!r} runs no model")
+        options = {**(options or {}), "device": device.to_torch_str()}
+    return evaluator, options, None
+
+
+def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedder: Any | None,
+                  instance: RetrievalEvaluator | None = None) -> RetrievalEvaluator | None:
+    """The evaluator instance a component needs beyond its spec: the one given, else for
+    `evaluator="embedding"` the pipeline's own embedders; every other spec is built by the config (None)."""
     unit = embedding_unit(config.evaluator)
+    if instance is not None:
+        return instance
     if unit is None:
         return None
     if text_embedder is None:
         raise ValueError(f"evaluator={config.evaluator!r} needs text_embedder= (and ideally document_embedder=)")
     return embedding_evaluator(text_embedder, document_embedder, unit=unit, **(config.evaluator_options or {}))
+
+
+def remember_query_embedding(evaluator: RetrievalEvaluator, query: str, embedding: list[float] | None) -> None:
+    """Hand the pipeline's query embedding to an embedding judge, so the query is not embedded again."""
+    if embedding is not None and isinstance(evaluator, EmbeddingEvaluator):
+        evaluator.remember_query(query, embedding)
+
+
+def deserialize_device(init_parameters: dict[str, Any]) -> None:
+    """`device` back from its `ComponentDevice.to_dict()` form, in place."""
+    if isinstance(init_parameters.get("device"), dict):
+        init_parameters["device"] = ComponentDevice.from_dict(init_parameters["device"])

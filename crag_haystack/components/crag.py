@@ -3,11 +3,12 @@
 from typing import Any
 
 from haystack import Document, component, default_to_dict
+from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CorrectionResult, CRAGConfig, WebSearch, result_metadata
+from crag_shared.adapter import CorrectionResult, CRAGConfig, Passage, RetrievalEvaluator, WebSearch, result_metadata
 
-from ..convert import strip_document, to_passage
-from ..embedding import evaluator_for
+from ..convert import checked_documents, strip_document, to_passage
+from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, log_fallbacks
@@ -41,8 +42,8 @@ class CRAG(Lifecycle):
     """
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
-                 chat_generator: ChatGenerator | None = None, *, evaluator: str = "lexical",
-                 evaluator_options: dict[str, Any] | None = None,
+                 chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "lexical",
+                 evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: str = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
                  web_top_k: int = 5, on_web_failure: str = "drop", score_titles: bool = False,
@@ -55,9 +56,11 @@ class CRAG(Lifecycle):
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
-            "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
+            "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...; or a
+            ready crag evaluator, saved as its spec and settings.
         :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
-            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
+            `{"max_length": 256, "batch_size": 16, "quantize": True}`.
+        :param device: where a model evaluator runs, as Haystack components take it (`ComponentDevice`).
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
@@ -75,7 +78,10 @@ class CRAG(Lifecycle):
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         """
-        self.config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+        spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
+        self.evaluator_options = evaluator_options if instance is None else options
+        self.device = device
+        self.config = CRAGConfig(evaluator=spec, evaluator_options=options,
                                  upper=upper, lower=lower, thresholds_path=thresholds_path,
                                  refine_mode=refine_mode, strip_top_k=strip_top_k, strip_threshold=strip_threshold,
                                  web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
@@ -88,8 +94,8 @@ class CRAG(Lifecycle):
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        self._corrector = self.config.build(llm=as_llm(chat_generator),
-                                            evaluator=evaluator_for(self.config, text_embedder, document_embedder))
+        self._corrector = self.config.build(llm=as_llm(chat_generator), evaluator=evaluator_for(
+            self.config, text_embedder, document_embedder, instance))
         self._ready = False
 
     def warm_up(self) -> None:
@@ -106,11 +112,14 @@ class CRAG(Lifecycle):
         if self.web_search is not None and not isinstance(self.web_search, _WebSearchComponent):
             raise TypeError(f"CRAG(web_search={type(self.web_search).__name__}(...)) cannot be saved: pass a "
                             "crag_haystack web-search component (SerpAPIWebSearch, ReplayWebSearch) to serialize")
-        return default_to_dict(self, **nested_to_dicts(self, ("web_search", *MODEL_PARTS)), **self.config.to_dict())
+        return default_to_dict(self, **nested_to_dicts(self, ("web_search", *MODEL_PARTS)),
+                               **{**self.config.to_dict(), "evaluator_options": self.evaluator_options},
+                               device=self.device.to_dict() if self.device else None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
         """Rebuild the component from `to_dict`'s output."""
+        deserialize_device(data["init_parameters"])
         return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
 
     def _outputs(self, result: CorrectionResult) -> dict[str, Any]:
@@ -124,21 +133,37 @@ class CRAG(Lifecycle):
         documents += [strip_document(s, [], result) for s in result.external]
         return {"documents": documents, **outputs}
 
-    @component.output_types(**OUTPUTS)
-    def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
-        """
-        :param query: the question the documents were retrieved for.
-        :param documents: the retrieved documents.
-        """
+    def _passages(self, query: str, documents: list[Document], query_embedding: list[float] | None) -> list[Passage]:
         checked_query("CRAG", query)
+        documents = checked_documents("CRAG", documents)
         if not self._ready:
             self.warm_up()
-        return self._outputs(self._corrector.correct(query, [to_passage(d) for d in documents]))
+        remember_query_embedding(self._corrector.evaluator, query, query_embedding)
+        return [to_passage(d) for d in documents]
 
     @component.output_types(**OUTPUTS)
-    async def run_async(self, query: str, documents: list[Document]) -> dict[str, Any]:
-        """Async `run`: model inference off the event loop; Ambiguous refines while it searches."""
-        checked_query("CRAG", query)
-        if not self._ready:
-            self.warm_up()
-        return self._outputs(await self._corrector.acorrect(query, [to_passage(d) for d in documents]))
+    def run(self, query: str, documents: list[Document], query_embedding: list[float] | None = None
+            ) -> dict[str, Any]:
+        """
+        :param query: the question the documents were retrieved for.
+        :param documents: the retrieved documents (Haystack `Document`s, or their `to_dict()` form).
+        :param query_embedding: the query's embedding, when the pipeline's text embedder already made one:
+            `evaluator="embedding"` then does not embed the query again.
+        :returns: `documents` (the knowledge) or `abstention` (why there is none), with `action`, `scores`
+            and `crag` (the summary and the full trace).
+        """
+        passages = self._passages(query, documents, query_embedding)
+        return self._outputs(self._corrector.correct(query, passages))
+
+    @component.output_types(**OUTPUTS)
+    async def run_async(self, query: str, documents: list[Document], query_embedding: list[float] | None = None
+                        ) -> dict[str, Any]:
+        """Async `run`: model inference off the event loop; Ambiguous refines while it searches.
+
+        :param query: the question the documents were retrieved for.
+        :param documents: the retrieved documents.
+        :param query_embedding: the query's embedding, if the pipeline already made one.
+        :returns: as `run`.
+        """
+        passages = self._passages(query, documents, query_embedding)
+        return self._outputs(await self._corrector.acorrect(query, passages))

@@ -6,6 +6,7 @@ from haystack import Document, component
 
 from crag_shared.adapter import Action, abstention_for
 
+from ..convert import checked_documents
 from ..logs import checked_query, logger
 
 
@@ -39,6 +40,7 @@ class KnowledgeGate:
         :returns: `documents` when there is knowledge, else `abstention` (why there is none).
         """
         checked_query("KnowledgeGate", query)
+        documents = checked_documents("KnowledgeGate", documents)
         if documents:
             return {"documents": documents}
         if not query.strip():

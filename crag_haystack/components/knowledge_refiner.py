@@ -3,11 +3,12 @@
 from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
+from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CRAGConfig, Refinement
+from crag_shared.adapter import CRAGConfig, Refinement, RetrievalEvaluator
 
-from ..convert import strip_document, to_passage
-from ..embedding import evaluator_for
+from ..convert import checked_documents, strip_document, to_passage
+from ..embedding import deserialize_device, evaluator_for, evaluator_setting
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import log_fallbacks, unusable_query
@@ -30,16 +31,19 @@ class KnowledgeRefiner(Lifecycle):
     ```
     """
 
-    def __init__(self, evaluator: str = "lexical",
+    def __init__(self, evaluator: str | RetrievalEvaluator = "lexical",
                  refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption", strip_top_k: int = 5,
                  strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,
                  text_embedder: Any | None = None, document_embedder: Any | None = None,
-                 max_strip_chars: int = 2_000, evaluator_options: dict[str, Any] | None = None) -> None:
+                 max_strip_chars: int = 2_000, evaluator_options: dict[str, Any] | None = None,
+                 device: ComponentDevice | None = None) -> None:
         """
-        :param evaluator: a spec as in `RetrievalRouter`; components naming one model share it.
+        :param evaluator: a spec as in `RetrievalRouter`; components naming one model share it. Or a ready
+            crag evaluator, saved as its spec and settings.
         :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
-            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
+            `{"max_length": 256, "batch_size": 16, "quantize": True}`.
+        :param device: where a model evaluator runs, as Haystack components take it (`ComponentDevice`).
         :param refine_mode: "excerption" (sentence groups), "fixed_num" (50-word windows) or "selection"
             (whole documents, the right mode for web page paragraphs).
         :param strip_top_k: at most this many strips are kept, in original order.
@@ -53,8 +57,10 @@ class KnowledgeRefiner(Lifecycle):
         """
         if origin not in ("internal", "web"):
             raise ValueError(f"origin must be 'internal' or 'web', got {origin!r}")
-        self.evaluator = evaluator
-        self.evaluator_options = evaluator_options
+        spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
+        self.evaluator = spec
+        self.evaluator_options = evaluator_options if instance is None else options
+        self.device = device
         self.refine_mode = refine_mode
         self.strip_top_k = strip_top_k
         self.strip_threshold = strip_threshold
@@ -62,14 +68,14 @@ class KnowledgeRefiner(Lifecycle):
         self.score_titles = score_titles
         self.max_strip_chars = max_strip_chars
         self.chat_generator = chat_generator
-        config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+        config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             refine_mode=refine_mode, web_refine_mode=refine_mode,
                             strip_top_k=strip_top_k, strip_threshold=strip_threshold, score_titles=score_titles,
                             max_strip_chars=max_strip_chars)
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         self._corrector = config.build(llm=as_llm(chat_generator),
-                                       evaluator=evaluator_for(config, text_embedder, document_embedder))
+                                       evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
     def warm_up(self) -> None:
         """Load the evaluator's model (once per process for each model) and warm up the chat generator."""
@@ -81,11 +87,13 @@ class KnowledgeRefiner(Lifecycle):
                                refine_mode=self.refine_mode,
                                strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
                                score_titles=self.score_titles, max_strip_chars=self.max_strip_chars,
+                               device=self.device.to_dict() if self.device else None,
                                **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KnowledgeRefiner":
         """Rebuild the component from `to_dict`'s output."""
+        deserialize_device(data["init_parameters"])
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:
@@ -97,9 +105,11 @@ class KnowledgeRefiner(Lifecycle):
     def run(self, query: str, documents: list[Document], strip_top_k: int | None = None) -> dict[str, Any]:
         """
         :param query: the question the strips are judged against.
-        :param documents: the documents to refine.
+        :param documents: the documents to refine (or their `to_dict()` form).
         :param strip_top_k: this run's number of strips to keep (default: the component's).
+        :returns: `documents`: the kept strips as Documents, in original order, with provenance meta.
         """
+        documents = checked_documents("KnowledgeRefiner", documents)
         if unusable_query("KnowledgeRefiner", query):
             return {"documents": list(documents)}
         refinement = self._corrector.refine(query, [to_passage(d) for d in documents], web=self.origin == "web",
@@ -109,7 +119,14 @@ class KnowledgeRefiner(Lifecycle):
     @component.output_types(documents=list[Document])
     async def run_async(self, query: str, documents: list[Document], strip_top_k: int | None = None
                         ) -> dict[str, Any]:
-        """Async `run`: model inference runs off the event loop."""
+        """Async `run`: model inference runs off the event loop.
+
+        :param query: the question the strips are judged against.
+        :param documents: the documents to refine.
+        :param strip_top_k: this run's number of strips to keep.
+        :returns: as `run`.
+        """
+        documents = checked_documents("KnowledgeRefiner", documents)
         if unusable_query("KnowledgeRefiner", query):
             return {"documents": list(documents)}
         refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],

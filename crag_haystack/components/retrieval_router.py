@@ -6,11 +6,12 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
+from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment, abstention_for
+from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment, RetrievalEvaluator, abstention_for
 
-from ..convert import scored_copy, to_passage
-from ..embedding import evaluator_for
+from ..convert import checked_documents, scored_copy, to_passage
+from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, log_fallbacks
@@ -48,17 +49,19 @@ class RetrievalRouter(Lifecycle):
     ```
     """
 
-    def __init__(self, evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
-                 thresholds_path: str | None = None, score_titles: bool = False,
+    def __init__(self, evaluator: str | RetrievalEvaluator = "lexical", upper: float | None = None,
+                 lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop",
-                 evaluator_options: dict[str, Any] | None = None) -> None:
+                 evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None) -> None:
         """
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
-            Components naming the same model share one loaded instance.
+            Components naming the same model share one loaded instance. Or a ready crag evaluator, saved as
+            its spec and settings.
         :param evaluator_options: the evaluator's constructor settings as plain values, e.g.
-            `{"max_length": 256, "quantize": True, "device": "cuda"}`.
+            `{"max_length": 256, "batch_size": 16, "quantize": True}`.
+        :param device: where a model evaluator runs, as Haystack components take it (`ComponentDevice`).
         :param upper: Correct when any score is at least this; default: the evaluator's own.
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
@@ -70,8 +73,10 @@ class RetrievalRouter(Lifecycle):
             to be kept if the web gives no knowledge).
         """
         self.on_web_failure = on_web_failure
-        self.evaluator = evaluator
-        self.evaluator_options = evaluator_options
+        spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
+        self.evaluator = spec
+        self.evaluator_options = evaluator_options if instance is None else options
+        self.device = device
         self.upper = upper
         self.lower = lower
         self.thresholds_path = thresholds_path
@@ -79,11 +84,11 @@ class RetrievalRouter(Lifecycle):
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        config = CRAGConfig(evaluator=evaluator, evaluator_options=evaluator_options,
+        config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             upper=upper, lower=lower, thresholds_path=thresholds_path,
                             score_titles=score_titles, on_web_failure=on_web_failure)
         self._corrector = config.build(llm=as_llm(chat_generator),
-                                       evaluator=evaluator_for(config, text_embedder, document_embedder))
+                                       evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
     def warm_up(self) -> None:
         """Load the evaluator's model (once per process for each model) and warm up the chat generator."""
@@ -94,11 +99,14 @@ class RetrievalRouter(Lifecycle):
         return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,
                                upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
-                               on_web_failure=self.on_web_failure, **nested_to_dicts(self, MODEL_PARTS))
+                               on_web_failure=self.on_web_failure,
+                               device=self.device.to_dict() if self.device else None,
+                               **nested_to_dicts(self, MODEL_PARTS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RetrievalRouter":
         """Rebuild the component from `to_dict`'s output."""
+        deserialize_device(data["init_parameters"])
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
     def _policy(self, upper: float | None, lower: float | None) -> ActionPolicy | None:
@@ -125,24 +133,44 @@ class RetrievalRouter(Lifecycle):
             outputs["web_query"] = query
         return outputs
 
+    def _checked(self, query: str, documents: object, query_embedding: list[float] | None) -> list[Document]:
+        checked_query("RetrievalRouter", query)
+        checked = checked_documents("RetrievalRouter", documents)
+        remember_query_embedding(self._corrector.evaluator, query, query_embedding)
+        return checked
+
     @component.output_types(**OUTPUTS)
     def run(self, query: str, documents: list[Document], upper: float | None = None,
-            lower: float | None = None) -> dict[str, Any]:
+            lower: float | None = None, query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param query: the question the documents were retrieved for.
-        :param documents: the retrieved documents, in retrieval order.
+        :param documents: the retrieved documents, in retrieval order (or their `to_dict()` form).
         :param upper: this run's upper threshold (default: the component's).
         :param lower: this run's lower threshold (default: the component's).
+        :param query_embedding: the query's embedding, when the pipeline's text embedder already made one:
+            `evaluator="embedding"` then does not embed the query again.
+        :returns: the documents, scored, on the chosen action's output (`correct`, `incorrect` or
+            `ambiguous`; the rest on `discarded`), with `action`, `scores`, and `web_query` unless Correct;
+            `abstention` when Incorrect retrieval is dropped.
         """
-        checked_query("RetrievalRouter", query)
+        documents = self._checked(query, documents, query_embedding)
         judgment = self._corrector.judge(query, [to_passage(d) for d in documents], policy=self._policy(upper, lower))
         return self._route(query, documents, judgment)
 
     @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, documents: list[Document], upper: float | None = None,
-                        lower: float | None = None) -> dict[str, Any]:
-        """Async `run`: model inference runs off the event loop."""
-        checked_query("RetrievalRouter", query)
+                        lower: float | None = None, query_embedding: list[float] | None = None
+                        ) -> dict[str, Any]:
+        """Async `run`: model inference runs off the event loop.
+
+        :param query: the question the documents were retrieved for.
+        :param documents: the retrieved documents.
+        :param upper: this run's upper threshold.
+        :param lower: this run's lower threshold.
+        :param query_embedding: the query's embedding, if the pipeline already made one.
+        :returns: as `run`.
+        """
+        documents = self._checked(query, documents, query_embedding)
         judgment = await self._corrector.ajudge(query, [to_passage(d) for d in documents],
                                                 policy=self._policy(upper, lower))
         return self._route(query, documents, judgment)

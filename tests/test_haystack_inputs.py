@@ -1,0 +1,119 @@
+"""What a Haystack user passes that is not quite right, and models configured the Haystack way: wrong input
+types fail at the component naming them, Document dicts (hayhooks, REST) are accepted, evaluators are
+objects or specs with options and a ComponentDevice, wrong embedders are refused at construction, and a
+query embedding the pipeline already made is reused. Runs on the declared floor, the newest 2.x and 3.x."""
+
+import pytest
+from haystack import Document, Pipeline, component
+from haystack.utils import ComponentDevice
+
+from crag_haystack import CRAG, KnowledgeGate, KnowledgeRefiner, RetrievalRouter
+from crag_haystack.testing import HashingDocumentEmbedder, HashingTextEmbedder
+from crag_shared import LexicalEvaluator
+from crag_shared.demo import QUESTIONS, corpus
+
+CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
+COMPONENTS = [CRAG, RetrievalRouter, KnowledgeRefiner]
+
+
+def documents():
+    return [Document(content=p.text, id=p.id, meta={"title": p.title}) for p in corpus()]
+
+
+@pytest.mark.parametrize("make", [CRAG, RetrievalRouter, KnowledgeRefiner, KnowledgeGate])
+def test_wrong_documents_fail_naming_them_and_document_dicts_are_read(make):
+    component = make()
+    name = make.__name__
+    with pytest.raises(TypeError, match=rf"{name}: documents\[0\] is a str.*Document\(content=\.\.\.\)"):
+        component.run(query=CORRECT_Q, documents=["a passage as a plain string"])
+    with pytest.raises(TypeError, match=rf"{name}: documents must be a list"):
+        component.run(query=CORRECT_Q, documents=None)
+    with pytest.raises(TypeError, match=rf"{name}: documents\[1\] is a int"):
+        component.run(query=CORRECT_Q, documents=[documents()[0], 3])
+    as_objects = component.run(query=CORRECT_Q, documents=documents())
+    as_dicts = component.run(query=CORRECT_Q, documents=[d.to_dict() for d in documents()])
+    as_dicts.pop("crag", None), as_objects.pop("crag", None)  # the trace's timings differ
+    assert as_dicts == as_objects
+
+
+@pytest.mark.parametrize("make", COMPONENTS)
+def test_evaluator_none_or_a_wrong_type_fails_at_construction(make):
+    with pytest.raises(TypeError, match="evaluator must be a spec string"):
+        make(evaluator=None)
+    with pytest.raises(TypeError, match="evaluator must be a spec string"):
+        make(evaluator=42)
+
+
+@pytest.mark.parametrize("make", COMPONENTS)
+def test_an_evaluator_object_is_used_and_saved_with_its_settings(make):
+    tuned = LexicalEvaluator(sentence_weight=0.1, thresholds=(0.3, -0.6))
+    component = make(evaluator=tuned)
+    saved = component.to_dict()["init_parameters"]
+    assert saved["evaluator"] == "lexical"
+    assert saved["evaluator_options"] == {"sentence_weight": 0.1, "thresholds": [0.3, -0.6]}
+    pipeline = Pipeline()
+    pipeline.add_component("crag", component)
+    loaded = Pipeline.loads(pipeline.dumps()).get_component("crag")
+    inputs = {"query": AMBIGUOUS_Q, "documents": documents()}
+    first, second = loaded.run(**inputs), component.run(**inputs)
+    first.pop("crag", None), second.pop("crag", None)  # the trace's timings differ
+    assert first == second
+    with pytest.raises(ValueError, match="give them to the evaluator instance"):
+        make(evaluator=tuned, evaluator_options={"sentence_weight": 0.3})
+
+
+def test_a_device_is_a_component_device_for_model_evaluators_only(tmp_path):
+    with pytest.raises(ValueError, match="runs no model"):
+        CRAG(evaluator="lexical", device=ComponentDevice.from_str("cpu"))
+    with pytest.raises(TypeError, match="ComponentDevice"):
+        RetrievalRouter(evaluator=f"cross-encoder:{tmp_path}", device="cpu")
+
+
+def test_a_device_and_options_reach_a_model_evaluator_and_are_saved(request):
+    pytest.importorskip("transformers")
+    tiny_bert = request.getfixturevalue("tiny_bert")
+    router = RetrievalRouter(evaluator=f"cross-encoder:{tiny_bert}", evaluator_options={"max_length": 64},
+                             device=ComponentDevice.from_str("cpu"))
+    evaluator = router._corrector.evaluator
+    assert evaluator.max_length == 64 and evaluator.device == "cpu"
+    saved = router.to_dict()["init_parameters"]
+    assert saved["device"] == ComponentDevice.from_str("cpu").to_dict() and saved["evaluator_options"] == {
+        "max_length": 64}
+    again = RetrievalRouter.from_dict(router.to_dict())
+    assert again.device == ComponentDevice.from_str("cpu") and again._corrector.evaluator.max_length == 64
+
+
+def test_wrong_embedders_are_refused_at_construction():
+    with pytest.raises(TypeError, match="text_embedder must be a text embedder"):
+        CRAG(evaluator="embedding", text_embedder=HashingDocumentEmbedder())
+    with pytest.raises(TypeError, match="document_embedder must be a document embedder"):
+        RetrievalRouter(evaluator="embedding", text_embedder=HashingTextEmbedder(),
+                        document_embedder=HashingTextEmbedder())
+
+
+@component
+class CountingTextEmbedder(HashingTextEmbedder):
+    """Counts the queries it embeds."""
+
+    calls = 0
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str):
+        CountingTextEmbedder.calls += 1
+        return HashingTextEmbedder.run(self, text=text)
+
+
+def test_a_query_embedding_made_in_the_pipeline_is_reused():
+    text_embedder = CountingTextEmbedder()
+    pipeline = Pipeline()
+    pipeline.add_component("text_embedder", text_embedder)
+    pipeline.add_component("crag", CRAG(evaluator="embedding", text_embedder=text_embedder,
+                                        document_embedder=HashingDocumentEmbedder()))
+    pipeline.connect("text_embedder.embedding", "crag.query_embedding")
+    CountingTextEmbedder.calls = 0
+    out = pipeline.run({"text_embedder": {"text": CORRECT_Q}, "crag": {"query": CORRECT_Q, "documents": documents()}})
+    assert CountingTextEmbedder.calls == 1 and out["crag"]["action"] == "correct"  # the pipeline's only
+    alone = CRAG(evaluator="embedding", text_embedder=text_embedder, document_embedder=HashingDocumentEmbedder())
+    CountingTextEmbedder.calls = 0
+    assert alone.run(query=CORRECT_Q, documents=documents())["scores"] == out["crag"]["scores"]
+    assert CountingTextEmbedder.calls == 1  # without one connected, the judge embeds the query once
