@@ -5,17 +5,18 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CorrectionResult, CRAGConfig, Passage, RetrievalEvaluator, WebSearch, result_metadata
+from crag_shared.adapter import CorrectionResult, CRAGConfig, Passage, RetrievalEvaluator, WebSearch
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, log_fallbacks
+from ..report import CRAGReport
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 from .web_search import _WebSearchComponent
 
-OUTPUTS = {"documents": list[Document], "abstention": str, "action": str, "scores": list[float], "crag": dict}
+OUTPUTS = {"documents": list[Document], "abstention": str, "action": str, "scores": list[float], "crag": CRAGReport}
 
 
 @component
@@ -23,7 +24,7 @@ class CRAG(Lifecycle):
     """Runs Algorithm 1 of the paper between your retriever and your prompt builder: `Corrector.correct`.
 
     Outputs `documents` (the knowledge strips as Documents with provenance meta), `action`, `scores` and
-    `crag` (the summary plus the full trace, including every fallback; faults are also logged on
+    `crag` (a `CRAGReport`: the summary plus the full trace, including every fallback; faults are also logged on
     Haystack's logger as warnings, no web search configured once at INFO).
 
     When CRAG abstains (retrieval judged Incorrect and no web knowledge, nothing passing the strip
@@ -125,7 +126,7 @@ class CRAG(Lifecycle):
     def _outputs(self, result: CorrectionResult) -> dict[str, Any]:
         log_fallbacks(self, result.fallbacks)
         outputs: dict[str, Any] = {"action": result.action.value, "scores": list(result.scores),
-                                   "crag": result_metadata(result)}
+                                   "crag": CRAGReport.of(result)}
         if result.abstention is not None:
             outputs["abstention"] = result.abstention.reason
             return outputs

@@ -1,0 +1,52 @@
+"""CRAGReport: the `crag` output of the CRAG component, typed so Haystack can snapshot and resume it."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from crag_shared.adapter import CorrectionResult, result_metadata
+
+
+class CRAGReport(BaseModel):
+    """CRAG's verdict on one query: the action, scores, abstention, web URLs, strips' provenance, fallbacks
+    and the whole trace.
+
+    A typed model, not a free-form dict: Haystack's pipeline snapshots (breakpoints) infer a dict's schema
+    from its first list item, and the trace's steps differ in shape; a model is saved and read back whole.
+    `report["action"]` works as on a dict; `report.model_dump()` is the plain dict.
+
+    Usage:
+    ```python
+    result = pipeline.run({"query": question})
+    result["crag"]["crag"].action, result["crag"]["crag"]["scores"]
+    ```
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    abstained: bool
+    abstention: dict[str, str] | None
+    web_missing: str | None
+    scores: list[float]
+    thresholds: dict[str, float]
+    rewritten_query: str | None
+    web_urls: list[str]
+    strips: list[dict[str, Any]]
+    fallbacks: list[dict[str, Any]]
+    trace: dict[str, Any]
+
+    @classmethod
+    def of(cls, result: CorrectionResult) -> "CRAGReport":
+        """The report of one correction."""
+        return cls(**result_metadata(result))
+
+    def __getitem__(self, key: str) -> Any:
+        """`report["action"]`, as the dict this output used to be."""
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """`report.get("action")`, as on a dict."""
+        return self[key] if key in type(self).model_fields else default
