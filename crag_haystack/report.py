@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict
 
 from crag_shared.adapter import CorrectionResult, result_metadata
 
+from .integration import RANKERS
+
 
 class CRAGReport(BaseModel):
     """CRAG's verdict on one query: the action, scores, abstention, web URLs, strips' provenance, fallbacks
@@ -22,6 +24,7 @@ class CRAGReport(BaseModel):
     ```
     """
 
+    __module__ = RANKERS  # snapshots name it by this allowlisted home (see crag_haystack.integration)
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     action: str

@@ -23,6 +23,13 @@ def nested_to_dicts(component: Any, names: tuple[str, ...]) -> dict[str, dict[st
     return {name: nested_to_dict(getattr(component, name), name) for name in names}
 
 
+def current_type(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its type string as `cls` writes it now: a string saved before a component moved to its
+    canonical home (`crag_haystack.integration`) names the same class, and Haystack's `default_from_dict`
+    compares the strings."""
+    return {**data, "type": f"{cls.__module__}.{cls.__name__}"}
+
+
 def from_dict_with_nested(cls: type, data: dict[str, Any], names: tuple[str, ...]) -> Any:
     """`cls` rebuilt from `to_dict` output, with its nested components `names` rebuilt first."""
     for key in names:
@@ -34,4 +41,5 @@ def nested_from_dict_inplace(init_parameters: dict[str, Any], key: str) -> None:
     """Rebuild a nested component from its `{"type": ..., "init_parameters": ...}` form (Haystack 2 and 3)."""
     value = init_parameters.get(key)
     if isinstance(value, dict) and "type" in value:
-        init_parameters[key] = component_from_dict(import_class_by_name(value["type"]), value, key)
+        cls = import_class_by_name(value["type"])
+        init_parameters[key] = component_from_dict(cls, current_type(cls, value), key)

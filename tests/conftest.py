@@ -14,6 +14,13 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
+try:  # the tests' stand-in generators and retrievers are trusted here, as an app trusts its own modules
+    from haystack.core.serialization import allow_deserialization_module
+except ImportError:  # Haystack 2.x has no allowlist (or Haystack is not installed)
+    pass
+else:
+    allow_deserialization_module("crag_haystack.testing")
+
 VOCAB_TEXTS = [
     "what is the capital of france paris is the capital and largest city of france",
     "the eiffel tower stands in paris it was built in 1889 by gustave eiffel",

@@ -129,6 +129,23 @@ def test_every_public_name_has_a_docstring():
     assert undocumented == []
 
 
+def test_the_haystack_wheel_installs_the_components_canonical_homes(tmp_path):
+    """`haystack_integrations.components.<kind>.crag`, namespace portions beside other integrations."""
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("hatchling")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                    str(ROOT / "crag_haystack")], check=True, capture_output=True)
+    names = zipfile.ZipFile(next(tmp_path.glob("crag_haystack-*.whl"))).namelist()
+    homes = {n.split("/")[2] for n in names if n.startswith("haystack_integrations/components/")}
+    assert homes == {"rankers", "routers", "websearch", "query", "builders"}
+    assert not any(n.endswith(("haystack_integrations/__init__.py", "components/__init__.py")) and
+                   n.startswith("haystack_integrations") for n in names)
+    assert "crag_haystack/components/crag.py" in names
+
+
 def test_the_llamaindex_wheel_also_installs_llama_index_postprocessor_crag(tmp_path):
     """LlamaIndex's integration naming (`llama_index.<kind>.<name>`) from `pip install crag-llamaindex`: a
     namespace portion that merges with llama-index-core's `llama_index` instead of shadowing it."""

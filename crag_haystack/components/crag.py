@@ -9,6 +9,7 @@ from crag_shared.adapter import CorrectionResult, CRAGConfig, Passage, Retrieval
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
+from ..integration import RANKERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, log_fallbacks
@@ -41,6 +42,8 @@ class CRAG(Lifecycle):
     pipeline.connect("crag.abstention", "no_answer.abstention")      # NoAnswerReply
     ```
     """
+
+    __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
                  chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "lexical",
@@ -168,3 +171,6 @@ class CRAG(Lifecycle):
         """
         passages = self._passages(query, documents, query_embedding)
         return self._outputs(await self._corrector.acorrect(query, passages))
+
+
+keep_earlier_type_string(CRAG, "crag")

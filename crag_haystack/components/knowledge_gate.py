@@ -7,6 +7,7 @@ from haystack import Document, component
 from crag_shared.adapter import Action, abstention_for
 
 from ..convert import checked_documents
+from ..integration import ROUTERS, keep_earlier_type_string
 from ..logs import checked_query, logger
 
 
@@ -31,6 +32,8 @@ class KnowledgeGate:
     ```
     """
 
+    __module__ = ROUTERS  # its canonical, allowlisted home (see crag_haystack.integration)
+
     @component.output_types(documents=list[Document], abstention=str)
     def run(self, query: str, documents: list[Document], web_issues: list[str] | None = None) -> dict[str, Any]:
         """
@@ -50,3 +53,6 @@ class KnowledgeGate:
             reason = f"no retrieved knowledge passed CRAG's judgment{web}"
         logger.debug(f"KnowledgeGate: abstained: {reason}")
         return {"abstention": reason}
+
+
+keep_earlier_type_string(KnowledgeGate, "knowledge_gate")

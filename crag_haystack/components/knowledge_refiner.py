@@ -9,6 +9,7 @@ from crag_shared.adapter import CRAGConfig, Refinement, RetrievalEvaluator
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting
+from ..integration import RANKERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import log_fallbacks, unusable_query
@@ -30,6 +31,8 @@ class KnowledgeRefiner(Lifecycle):
     strips = refiner.run(query="When did the Golden Gate Bridge open?", documents=documents)["documents"]
     ```
     """
+
+    __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, evaluator: str | RetrievalEvaluator = "lexical",
                  refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption", strip_top_k: int = 5,
@@ -132,3 +135,6 @@ class KnowledgeRefiner(Lifecycle):
         refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],
                                                    web=self.origin == "web", top_k=strip_top_k)
         return self._outputs(refinement, documents)
+
+
+keep_earlier_type_string(KnowledgeRefiner, "knowledge_refiner")

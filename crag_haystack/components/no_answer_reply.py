@@ -7,6 +7,9 @@ from haystack.dataclasses import ChatMessage
 
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 
+from ..integration import BUILDERS, keep_earlier_type_string
+from ..serialization import current_type
+
 
 @component
 class NoAnswerReply:
@@ -21,6 +24,8 @@ class NoAnswerReply:
     result["no_answer"]["replies"][0].text
     ```
     """
+
+    __module__ = BUILDERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, answer: str = NO_KNOWLEDGE_ANSWER) -> None:
         """
@@ -37,7 +42,7 @@ class NoAnswerReply:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NoAnswerReply":
         """Rebuild the component from `to_dict`'s output."""
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, current_type(cls, data))
 
     @component.output_types(replies=list[ChatMessage])
     def run(self, abstention: str) -> dict[str, Any]:
@@ -47,3 +52,6 @@ class NoAnswerReply:
         :returns: `replies`: one assistant message with the answer text.
         """
         return {"replies": [ChatMessage.from_assistant(self.answer, meta={"crag_abstention": abstention})]}
+
+
+keep_earlier_type_string(NoAnswerReply, "no_answer_reply")

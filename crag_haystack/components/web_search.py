@@ -16,8 +16,10 @@ from crag_shared.adapter import (
 )
 
 from ..convert import passage_document
+from ..integration import WEBSEARCH, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..logs import logger, unusable_query
+from ..serialization import current_type
 
 OUTPUTS = {"documents": list[Document], "links": list[str], "issues": list[str], "fallback": list[Document]}
 
@@ -125,6 +127,8 @@ class SerpAPIWebSearch(_WebSearchComponent):
     ```
     """
 
+    __module__ = WEBSEARCH  # its canonical, allowlisted home (see crag_haystack.integration)
+
     def __init__(self, api_key: Secret = Secret.from_env_var("SERPAPI_API_KEY"), top_k: int = 5,  # noqa: B008
                  engine: str = "google", num_results: int = 10, mode: Literal["wiki", "all"] = "wiki",
                  wiki_prefix: bool = False, hl: str | None = None, gl: str | None = None,
@@ -189,7 +193,7 @@ class SerpAPIWebSearch(_WebSearchComponent):
     def from_dict(cls, data: dict[str, Any]) -> "SerpAPIWebSearch":
         """Rebuild the component from `to_dict`'s output."""
         deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, current_type(cls, data))
 
 
 @component
@@ -206,6 +210,8 @@ class ReplayWebSearch(_WebSearchComponent):
     search.run(query="capital, Mongolia")["documents"]
     ```
     """
+
+    __module__ = WEBSEARCH  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, path: str, top_k: int = 5, raise_on_failure: bool = False) -> None:
         """
@@ -227,4 +233,8 @@ class ReplayWebSearch(_WebSearchComponent):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ReplayWebSearch":
         """Rebuild the component from `to_dict`'s output."""
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, current_type(cls, data))
+
+
+keep_earlier_type_string(SerpAPIWebSearch, "web_search")
+keep_earlier_type_string(ReplayWebSearch, "web_search")
