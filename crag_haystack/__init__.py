@@ -7,6 +7,7 @@ with no allowlist setting and no prior import. Importing this package changes no
 
 from .components import (
     CRAG,
+    CorrectiveRetriever,
     KnowledgeGate,
     KnowledgeRefiner,
     NoAnswerReply,
@@ -14,6 +15,7 @@ from .components import (
     RetrievalRouter,
     SearchQueryRewriter,
     SerpAPIWebSearch,
+    knowledge_text,
 )
 from .embedding import embedding_evaluator
 from .llm import HaystackChatLLM
@@ -21,6 +23,7 @@ from .pipeline import build_crag_pipeline
 
 __all__ = [
     "CRAG",
+    "CorrectiveRetriever",
     "HaystackChatLLM",
     "KnowledgeGate",
     "KnowledgeRefiner",
@@ -31,4 +34,5 @@ __all__ = [
     "SerpAPIWebSearch",
     "build_crag_pipeline",
     "embedding_evaluator",
+    "knowledge_text",
 ]

@@ -15,6 +15,7 @@ ROUTERS = "haystack_integrations.components.routers.crag"
 WEBSEARCH = "haystack_integrations.components.websearch.crag"
 QUERY = "haystack_integrations.components.query.crag"
 BUILDERS = "haystack_integrations.components.builders.crag"
+RETRIEVERS = "haystack_integrations.components.retrievers.crag"
 
 
 def keep_earlier_type_string(cls: type, file: str) -> None:

@@ -52,6 +52,45 @@ class ExtractiveChatGenerator:
 
 
 @component
+class ToolCallingChatGenerator:
+    """A chat generator for Haystack's Agent, offline: it calls the first tool with the user's question,
+    then answers with the start of what the tool returned, labelled. For examples and tests of CRAG as a
+    tool; it is not a model."""
+
+    def __init__(self, label: str = LABEL) -> None:
+        self.label = label
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract)."""
+        return default_to_dict(self, label=self.label)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ToolCallingChatGenerator":
+        """Rebuild the component from `to_dict`'s output."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Call the first tool on a user question; answer from a tool's result."""
+        from haystack.dataclasses import ToolCall
+
+        last = messages[-1]
+        if last.tool_call_result is not None:
+            answer = " ".join(last.tool_call_result.result.split())[:300]
+            return {"replies": [ChatMessage.from_assistant(f"{self.label} {answer}")]}
+        listed = list(tools or [])
+        if not listed:
+            return {"replies": [ChatMessage.from_assistant(f"{self.label} I have no tool to look this up.")]}
+        call = ToolCall(tool_name=listed[0].name, arguments={"query": last.text or ""})
+        return {"replies": [ChatMessage.from_assistant(tool_calls=[call])]}
+
+    @component.output_types(replies=list[ChatMessage])
+    async def run_async(self, messages: list[ChatMessage], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Async `run`."""
+        return self.run(messages, tools=tools, **kwargs)
+
+
+@component
 class HashingTextEmbedder:
     """An offline text embedder (feature hashing) with the interface of Haystack's text embedders."""
 

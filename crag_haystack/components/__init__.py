@@ -1,4 +1,5 @@
 """Haystack components of crag, one per file."""
+from .corrective_retriever import CorrectiveRetriever, knowledge_text
 from .crag import CRAG
 from .knowledge_gate import KnowledgeGate
 from .knowledge_refiner import KnowledgeRefiner
@@ -9,6 +10,7 @@ from .web_search import ReplayWebSearch, SerpAPIWebSearch
 
 __all__ = [
            "CRAG",
+           "CorrectiveRetriever",
            "KnowledgeGate",
            "KnowledgeRefiner",
            "NoAnswerReply",
@@ -16,4 +18,5 @@ __all__ = [
            "RetrievalRouter",
            "SearchQueryRewriter",
            "SerpAPIWebSearch",
+           "knowledge_text",
 ]

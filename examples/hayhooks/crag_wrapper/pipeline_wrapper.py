@@ -6,8 +6,8 @@ The answer is CRAG's knowledge and verdict. Add your generator behind `crag.docu
 `NoAnswerReply` behind `crag.abstention`) to answer in the same call.
 """
 
-from haystack import Document, Pipeline
 from hayhooks import BasePipelineWrapper
+from haystack import Document, Pipeline
 
 from crag_haystack import CRAG
 
