@@ -11,7 +11,6 @@ class Lifecycle:
     its own between runs (each search opens and closes its HTTP clients)."""
 
     chat_generator: Any = None
-    _said_expected = False  # an expected fallback (no web search configured) was logged once, at INFO
 
     def warm_up(self) -> None:  # pragma: no cover - every component defines it
         """Load what the component needs (models, providers)."""

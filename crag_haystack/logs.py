@@ -1,26 +1,33 @@
-"""What every crag component logs on Haystack's logger: fallbacks taken, and queries it cannot judge."""
+"""What crag's components report to Haystack: log records on Haystack's logger (structured, one per event)
+and tracing spans for the core's steps."""
 
-from collections.abc import Iterable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from haystack import logging
+from haystack.tracing import tracer
 
-from crag_shared.adapter import Fallback
+from crag_shared.adapter import logging_to
 
-logger = logging.getLogger("crag_haystack")
+#: Under `haystack_integrations`, which Haystack's logging configuration formats (3.x) as it does its own.
+logger = logging.getLogger("haystack_integrations.crag")
 
 
-def log_fallbacks(component: Any, fallbacks: Iterable[Fallback]) -> None:
-    """Faults (a web search that failed, an evaluator that broke) as warnings, each time; an expected
-    outcome of the setup (no web search configured) at INFO, once per component."""
-    name = type(component).__name__
-    for fallback in fallbacks:
-        message = f"{name}: CRAG fallback in {fallback}"
-        if not fallback.expected:
-            logger.warning(message)
-        elif not component._said_expected:
-            component._said_expected = True
-            logger.info(message + " (said once per component)")
+def _to_haystack(level: int, template: str, fields: dict[str, Any]) -> None:
+    """The core's log records, as Haystack logs: the template interpolated from keyword fields."""
+    logger.log(level, template, **fields)
+
+
+@contextmanager
+def observed(operation: str, component: str, query: str) -> Iterator[Any]:
+    """A Haystack tracing span `crag.<operation>` (judge, search, refine, correct) around one core call,
+    the query as a content tag (kept only with Haystack's content tracing on); inside it, the core's log
+    records go to Haystack's logger, once each, instead of the "crag" logger. Yields the span, for the
+    caller's result tags (action, scores...)."""
+    with tracer.trace(f"crag.{operation}", tags={"crag.component": component}) as span, logging_to(_to_haystack):
+        span.set_content_tag("crag.query", query)
+        yield span
 
 
 def checked_query(component: str, query: Any) -> str:
@@ -37,5 +44,5 @@ def unusable_query(component: str, query: Any) -> bool:
     not a string raises."""
     if checked_query(component, query).strip():
         return False
-    logger.warning(f"{component}: empty query; returning the documents unchanged")
+    logger.warning("{component}: empty query; returning the documents unchanged", component=component)
     return True

@@ -19,7 +19,7 @@ from .evaluators.spec import evaluator_options
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
-from .trace import Fallback
+from .trace import Fallback, logging_to
 from .types import (
     Action,
     CorrectionResult,
@@ -125,6 +125,6 @@ __all__ = [
     "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
     "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
     "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "describe",
-    "embedding_unit", "evaluator_kind", "keyword_query", "passage_from_record", "read_search", "result_metadata",
-    "saved_evaluator", "strip_metadata",
+    "embedding_unit", "evaluator_kind", "keyword_query", "logging_to", "passage_from_record", "read_search",
+    "result_metadata", "saved_evaluator", "strip_metadata",
 ]

@@ -7,10 +7,41 @@ adapters expose), and `Trace.find(name)` / `Trace.of(StepType)` look steps up.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 LOG = logging.getLogger("crag")
+
+#: Where crag's log records go: `sink(level, template, fields)`, the template in `str.format` style over the
+#: fields. By default the "crag" logger (fields also as `extra`, prefixed `crag_`); an adapter routes them
+#: to its framework's logger for the calls it makes (`logging_to`), so each event is logged once, there.
+LogSink = Callable[[int, str, dict[str, Any]], None]
+
+
+def crag_logger(level: int, template: str, fields: dict[str, Any]) -> None:
+    """The default sink: the "crag" logger, the message formatted, each field in `extra` as `crag_<name>`."""
+    LOG.log(level, template.format(**fields), extra={f"crag_{name}": value for name, value in fields.items()})
+
+
+_SINK: ContextVar[LogSink] = ContextVar("crag_log_sink", default=crag_logger)
+
+
+@contextmanager
+def logging_to(sink: LogSink) -> Iterator[None]:
+    """Send crag's log records to `sink` inside the block (this task and the threads it starts)."""
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+
+
+def log(level: int, template: str, **fields: Any) -> None:
+    """Log one event through the current sink (`logging_to`)."""
+    _SINK.get()(level, template, fields)
 
 
 @dataclass(frozen=True)
@@ -206,12 +237,13 @@ class Trace:
         self.steps.append(step)
 
     def fallback(self, step: str, reason: str, applied: str, *, expected: bool = False) -> None:
-        """Record a fallback. A fault is also logged as a warning on the "crag" logger; an `expected` one
-        is left to its caller to log once."""
+        """Record a fallback. A fault is also logged as a warning (on the "crag" logger unless an adapter
+        routes it, see `logging_to`); an `expected` one is left to its caller to log once."""
         fallback = Fallback(step, reason, applied, expected)
         self.fallbacks.append(fallback)
         if not expected:
-            LOG.warning("CRAG fallback in %s", fallback)
+            log(logging.WARNING, "CRAG fallback in {step}: {reason} -> {applied}", step=step, reason=reason,
+                applied=applied)
         self.add(FallbackTaken(step, reason, applied, expected))
 
     def extend(self, other: Trace) -> None:

@@ -163,3 +163,67 @@ def test_a_breakpoint_saves_and_resumes_to_the_same_answer(stop_at):
         report, original = resumed["crag"]["crag"], expected["crag"]["crag"]
         assert type(report) is type(original) and report.action == "ambiguous"
         assert report.scores == original.scores and report.strips == original.strips
+
+
+class RecordingTracer:
+    """A Haystack tracer that keeps every span's name and tags."""
+
+    def __init__(self):
+        self.spans = []
+
+    def make(self):
+        import contextlib
+
+        from haystack import tracing
+
+        recorder = self
+
+        class Span(tracing.Span):
+            def __init__(self, name, tags):
+                self.name, self.tags = name, dict(tags or {})
+
+            def set_tag(self, key, value):
+                self.tags[key] = value
+
+        class Tracer(tracing.Tracer):
+            @contextlib.contextmanager
+            def trace(self, operation_name, tags=None, parent_span=None):
+                span = Span(operation_name, tags)
+                recorder.spans.append(span)
+                yield span
+
+            def current_span(self):
+                return recorder.spans[-1] if recorder.spans else None
+
+        return Tracer()
+
+
+@pytest.fixture
+def traced():
+    from haystack import tracing
+
+    recorder = RecordingTracer()
+    tracing.enable_tracing(recorder.make())
+    yield recorder
+    tracing.disable_tracing()
+    tracing.tracer.is_content_tracing_enabled = False
+
+
+def test_spans_for_judge_refine_and_correct_with_tags_and_content_only_when_on(traced):
+    from haystack import tracing
+
+    from crag_haystack import build_crag_pipeline
+    from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever
+
+    build_crag_pipeline(FixedRetriever({q: documents() for q in QUESTIONS}), ExtractiveChatGenerator()).run(
+        {"query": AMBIGUOUS_Q})
+    ours = {span.name: span for span in traced.spans if span.name.startswith("crag.")}
+    assert {"crag.judge", "crag.refine"} <= set(ours)
+    assert ours["crag.judge"].tags["crag.action"] == "ambiguous" and ours["crag.judge"].tags["crag.scores"]
+    assert ours["crag.refine"].tags["crag.strips"] >= 1
+    assert all("crag.query" not in span.tags for span in ours.values())  # content tracing is off
+    tracing.tracer.is_content_tracing_enabled = True
+    CRAG().run(query=CORRECT_Q, documents=documents())
+    correct = [span for span in traced.spans if span.name == "crag.correct"][-1]
+    assert correct.tags["crag.query"] == CORRECT_Q and correct.tags["crag.action"] == "correct"
+    assert correct.tags["crag.component"] == "CRAG" and correct.tags["crag.abstained"] is False

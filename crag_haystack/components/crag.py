@@ -12,7 +12,7 @@ from ..embedding import deserialize_device, evaluator_for, evaluator_setting, re
 from ..integration import RANKERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
-from ..logs import checked_query, log_fallbacks
+from ..logs import checked_query, observed
 from ..report import CRAGReport
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 from .web_search import _WebSearchComponent
@@ -126,8 +126,11 @@ class CRAG(Lifecycle):
         deserialize_device(data["init_parameters"])
         return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
 
-    def _outputs(self, result: CorrectionResult) -> dict[str, Any]:
-        log_fallbacks(self, result.fallbacks)
+    def _outputs(self, result: CorrectionResult, span: Any) -> dict[str, Any]:
+        span.set_tag("crag.action", result.action.value)
+        span.set_tag("crag.scores", list(result.scores))
+        span.set_tag("crag.abstained", result.abstained)
+        span.set_tag("crag.strips", len(result.knowledge))
         outputs: dict[str, Any] = {"action": result.action.value, "scores": list(result.scores),
                                    "crag": CRAGReport.of(result)}
         if result.abstention is not None:
@@ -157,7 +160,8 @@ class CRAG(Lifecycle):
             and `crag` (the summary and the full trace).
         """
         passages = self._passages(query, documents, query_embedding)
-        return self._outputs(self._corrector.correct(query, passages))
+        with observed("correct", "CRAG", query) as span:
+            return self._outputs(self._corrector.correct(query, passages), span)
 
     @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, documents: list[Document], query_embedding: list[float] | None = None
@@ -170,7 +174,8 @@ class CRAG(Lifecycle):
         :returns: as `run`.
         """
         passages = self._passages(query, documents, query_embedding)
-        return self._outputs(await self._corrector.acorrect(query, passages))
+        with observed("correct", "CRAG", query) as span:
+            return self._outputs(await self._corrector.acorrect(query, passages), span)
 
 
 keep_earlier_type_string(CRAG, "crag")

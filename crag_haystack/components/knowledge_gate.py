@@ -51,7 +51,7 @@ class KnowledgeGate:
         else:
             web = f"; the web gave none ({'; '.join(web_issues)})" if web_issues else ""
             reason = f"no retrieved knowledge passed CRAG's judgment{web}"
-        logger.debug(f"KnowledgeGate: abstained: {reason}")
+        logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
         return {"abstention": reason}
 
 

@@ -12,7 +12,7 @@ from ..embedding import deserialize_device, evaluator_for, evaluator_setting
 from ..integration import RANKERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
-from ..logs import log_fallbacks, unusable_query
+from ..logs import observed, unusable_query
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 
@@ -99,8 +99,9 @@ class KnowledgeRefiner(Lifecycle):
         deserialize_device(data["init_parameters"])
         return from_dict_with_nested(cls, data, MODEL_PARTS)
 
-    def _outputs(self, refinement: Refinement, documents: list[Document]) -> dict[str, Any]:
-        log_fallbacks(self, refinement.trace.fallbacks)
+    def _outputs(self, refinement: Refinement, documents: list[Document], span: Any) -> dict[str, Any]:
+        span.set_tag("crag.strips", len(refinement.strips))
+        span.set_tag("crag.strip_scores", [s.score for s in refinement.strips])
         passages = [to_passage(d) for d in documents]
         return {"documents": [strip_document(s, passages) for s in refinement.strips]}
 
@@ -115,9 +116,10 @@ class KnowledgeRefiner(Lifecycle):
         documents = checked_documents("KnowledgeRefiner", documents)
         if unusable_query("KnowledgeRefiner", query):
             return {"documents": list(documents)}
-        refinement = self._corrector.refine(query, [to_passage(d) for d in documents], web=self.origin == "web",
-                                            top_k=strip_top_k)
-        return self._outputs(refinement, documents)
+        with observed("refine", "KnowledgeRefiner", query) as span:
+            refinement = self._corrector.refine(query, [to_passage(d) for d in documents], web=self.origin == "web",
+                                                top_k=strip_top_k)
+            return self._outputs(refinement, documents, span)
 
     @component.output_types(documents=list[Document])
     async def run_async(self, query: str, documents: list[Document], strip_top_k: int | None = None
@@ -132,9 +134,10 @@ class KnowledgeRefiner(Lifecycle):
         documents = checked_documents("KnowledgeRefiner", documents)
         if unusable_query("KnowledgeRefiner", query):
             return {"documents": list(documents)}
-        refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],
-                                                   web=self.origin == "web", top_k=strip_top_k)
-        return self._outputs(refinement, documents)
+        with observed("refine", "KnowledgeRefiner", query) as span:
+            refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],
+                                                       web=self.origin == "web", top_k=strip_top_k)
+            return self._outputs(refinement, documents, span)
 
 
 keep_earlier_type_string(KnowledgeRefiner, "knowledge_refiner")

@@ -15,7 +15,7 @@ from ..embedding import deserialize_device, evaluator_for, evaluator_setting, re
 from ..integration import ROUTERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
-from ..logs import checked_query, log_fallbacks
+from ..logs import checked_query, observed
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 OUTPUTS = {"correct": list[Document], "incorrect": list[Document], "ambiguous": list[Document],
@@ -118,9 +118,10 @@ class RetrievalRouter(Lifecycle):
         default = self._corrector.policy
         return ActionPolicy(default.upper if upper is None else upper, default.lower if lower is None else lower)
 
-    def _route(self, query: str, documents: list[Document], judgment: Judgment) -> dict[str, Any]:
-        log_fallbacks(self, judgment.trace.fallbacks)
+    def _route(self, query: str, documents: list[Document], judgment: Judgment, span: Any) -> dict[str, Any]:
         action = judgment.action
+        span.set_tag("crag.action", action.value)
+        span.set_tag("crag.scores", list(judgment.scores))
         if action is Action.UNJUDGED:
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
                     "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
@@ -157,8 +158,10 @@ class RetrievalRouter(Lifecycle):
             `abstention` when Incorrect retrieval is dropped.
         """
         documents = self._checked(query, documents, query_embedding)
-        judgment = self._corrector.judge(query, [to_passage(d) for d in documents], policy=self._policy(upper, lower))
-        return self._route(query, documents, judgment)
+        with observed("judge", "RetrievalRouter", query) as span:
+            judgment = self._corrector.judge(query, [to_passage(d) for d in documents],
+                                             policy=self._policy(upper, lower))
+            return self._route(query, documents, judgment, span)
 
     @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, documents: list[Document], upper: float | None = None,
@@ -174,9 +177,10 @@ class RetrievalRouter(Lifecycle):
         :returns: as `run`.
         """
         documents = self._checked(query, documents, query_embedding)
-        judgment = await self._corrector.ajudge(query, [to_passage(d) for d in documents],
-                                                policy=self._policy(upper, lower))
-        return self._route(query, documents, judgment)
+        with observed("judge", "RetrievalRouter", query) as span:
+            judgment = await self._corrector.ajudge(query, [to_passage(d) for d in documents],
+                                                    policy=self._policy(upper, lower))
+            return self._route(query, documents, judgment, span)
 
 
 keep_earlier_type_string(RetrievalRouter, "retrieval_router")

@@ -60,7 +60,8 @@ class SearchQueryRewriter(Lifecycle):
     @staticmethod
     def _outputs(rewrite: Rewrite) -> dict[str, Any]:
         if rewrite.note:
-            logger.warning(f"SearchQueryRewriter: CRAG fallback in rewrite: {rewrite.note} -> offline keywords")
+            logger.warning("SearchQueryRewriter: CRAG fallback in rewrite: {reason} -> offline keywords",
+                           reason=rewrite.note)
         return {"search_query": rewrite.query, "method": rewrite.method, "note": rewrite.note or ""}
 
     @component.output_types(search_query=str, method=str, note=str)

@@ -18,7 +18,7 @@ from crag_shared.adapter import (
 from ..convert import passage_document
 from ..integration import WEBSEARCH, keep_earlier_type_string
 from ..lifecycle import Lifecycle
-from ..logs import logger, unusable_query
+from ..logs import logger, observed, unusable_query
 from ..serialization import current_type
 
 OUTPUTS = {"documents": list[Document], "links": list[str], "issues": list[str], "fallback": list[Document]}
@@ -56,15 +56,17 @@ class _WebSearchComponent(Lifecycle):
         return self._provider
 
     def _outputs(self, query: str, response: WebSearchResponse | None, error: Exception | None,
-                 fallback_documents: list[Document] | None) -> dict[str, Any]:
+                 fallback_documents: list[Document] | None, span: Any) -> dict[str, Any]:
         outcome = read_search(query, Rewrite(query, "given"), response, error)  # the core's reading
+        span.set_tag("crag.results", len(outcome.results))
+        span.set_tag("crag.passages", len(outcome.passages))
         issues = [f"{i.stage} {i.url}: {i.reason}" for i in outcome.issues]
         if outcome.used_snippets:
             issues.append("no page yielded text; used the search snippets")
         if outcome.failure:
             issues.append(outcome.failure)
         for issue in issues:
-            logger.warning(f"{type(self).__name__}: {issue}")
+            logger.warning("{component}: {issue}", component=type(self).__name__, issue=issue)
         extra = {"crag_snippet": True} if outcome.used_snippets else {}
         documents = [passage_document(p, crag_search_query=query, **extra) for p in outcome.passages]
         outputs: dict[str, Any] = {"documents": documents, "links": [r.url for r in outcome.results], "issues": issues}
@@ -87,13 +89,14 @@ class _WebSearchComponent(Lifecycle):
         """
         if unusable_query(type(self).__name__, query):
             return self._empty(fallback_documents)
-        try:
-            response = self.provider.search(query, top_k or self.top_k)
-        except Exception as error:  # the web must never take the pipeline down, unless asked to
-            if self.raise_on_failure:
-                raise
-            return self._outputs(query, None, error, fallback_documents)
-        return self._outputs(query, response, None, fallback_documents)
+        with observed("search", type(self).__name__, query) as span:
+            try:
+                response = self.provider.search(query, top_k or self.top_k)
+            except Exception as error:  # the web must never take the pipeline down, unless asked to
+                if self.raise_on_failure:
+                    raise
+                return self._outputs(query, None, error, fallback_documents, span)
+            return self._outputs(query, response, None, fallback_documents, span)
 
     @component.output_types(**OUTPUTS)
     async def run_async(self, query: str, fallback_documents: list[Document] | None = None,
@@ -101,13 +104,14 @@ class _WebSearchComponent(Lifecycle):
         """Async `run`: pages are fetched concurrently on the event loop."""
         if unusable_query(type(self).__name__, query):
             return self._empty(fallback_documents)
-        try:
-            response = await self.provider.asearch(query, top_k or self.top_k)
-        except Exception as error:
-            if self.raise_on_failure:
-                raise
-            return self._outputs(query, None, error, fallback_documents)
-        return self._outputs(query, response, None, fallback_documents)
+        with observed("search", type(self).__name__, query) as span:
+            try:
+                response = await self.provider.asearch(query, top_k or self.top_k)
+            except Exception as error:
+                if self.raise_on_failure:
+                    raise
+                return self._outputs(query, None, error, fallback_documents, span)
+            return self._outputs(query, response, None, fallback_documents, span)
 
 
 @component

@@ -7,6 +7,7 @@ refiners, rewriter, web search, fallbacks), so every driver shares every decisio
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -18,7 +19,6 @@ from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
 from ..text import titled
 from ..trace import (
-    LOG,
     Abstained,
     BelowLower,
     Decided,
@@ -31,6 +31,7 @@ from ..trace import (
     SkippedPassage,
     TruncatedPassage,
     Unjudged,
+    log,
 )
 from ..types import (
     Abstention,
@@ -181,8 +182,8 @@ class Walks:
         self._told_no_web = True
         kept = ("keeps the internal passages' best strips" if self.on_web_failure == "keep"
                 else "abstains (no knowledge, the LLM is not asked)")
-        LOG.info("CRAG: no web search configured: a query judged Incorrect %s; Ambiguous keeps its internal "
-                 "strips. Pass web_search=... to search the web.", kept)
+        log(logging.INFO, "CRAG: no web search configured: a query judged Incorrect {kept}; Ambiguous keeps its "
+                          "internal strips. Pass web_search=... to search the web.", kept=kept)
 
     def _judge(self, state: ScoringState, trace: Trace, query: str, items: list[Passage]
                ) -> Step[tuple[list[int], list[float], Action]]:

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..llm import LLM, check_llm
+from ..trace import log
 from .base import Evaluation, RetrievalEvaluator
-
-LOG = logging.getLogger("crag")
 
 #: The paper's direct evaluator prompt (Appendix A, Table 6), used per document.
 PAPER_JUDGE_PROMPT = (
@@ -106,9 +105,9 @@ class LLMEvaluator(RetrievalEvaluator):
         notes = [f"no verdict for document {i} in the LLM reply; scored neutral {NEUTRAL}"
                  for i, v in enumerate(verdicts, 1) if v is None]
         if count and len(notes) == count:  # a judge that never follows the format is a fault, not a verdict
-            LOG.warning("LLM judge: no verdict could be read for any of %d documents (all scored neutral %s); "
-                        "check that the LLM answers in the judge prompt's format. Reply began: %r", count,
-                        NEUTRAL, (replies[0] if replies else "")[:80])
+            log(logging.WARNING, "LLM judge: no verdict could be read for any of {count} documents (all scored "
+                "neutral {neutral}); check that the LLM answers in the judge prompt's format. Reply began: {reply}",
+                count=count, neutral=NEUTRAL, reply=repr((replies[0] if replies else "")[:80]))
         return Evaluation([NEUTRAL if v is None else v for v in verdicts], notes)
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
