@@ -62,3 +62,29 @@ def test_the_agent_example_answers_from_crag_and_hears_no_knowledge(capsys):
     designed, mongolia = capsys.readouterr().out.strip().splitlines()
     assert "Jørn Utzon" in designed or "Bradfield" in designed or "- " in designed
     assert mongolia.endswith("(no web search configured)).") and "No relevant knowledge found" in mongolia
+
+
+def test_every_component_documents_its_run_and_shows_its_use():
+    """As Haystack documents its own components: `:param:`/`:returns:` on run, a usage example on the class,
+    and the tuning arguments keyword-only."""
+    import inspect
+
+    import crag_haystack
+
+    for name in crag_haystack.__all__:
+        cls = getattr(crag_haystack, name)
+        if not hasattr(cls, "__haystack_input__") and not hasattr(cls, "run"):
+            continue
+        assert "```python" in (cls.__doc__ or ""), f"{name}: no usage example"
+        for method in ("run", "run_async"):
+            run = getattr(cls, method, None)
+            if run is None:
+                continue
+            doc = inspect.getdoc(run) or ""
+            assert ":returns:" in doc, f"{name}.{method}: no :returns:"
+            parameters = list(inspect.signature(run).parameters.values())[1:]
+            assert all(f":param {p.name}:" in doc for p in parameters if p.kind is not p.VAR_KEYWORD), (
+                f"{name}.{method}: an undocumented parameter")
+            optional = [p for p in parameters if p.default is not p.empty and p.name not in ("documents",)]
+            assert all(p.kind is p.KEYWORD_ONLY for p in optional if p.name in (
+                "upper", "lower", "query_embedding", "strip_top_k", "top_k")), f"{name}.{method}: positional tuning"

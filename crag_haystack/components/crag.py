@@ -149,7 +149,7 @@ class CRAG(Lifecycle):
         return [to_passage(d) for d in documents]
 
     @component.output_types(**OUTPUTS)
-    def run(self, query: str, documents: list[Document], query_embedding: list[float] | None = None
+    def run(self, query: str, documents: list[Document], *, query_embedding: list[float] | None = None
             ) -> dict[str, Any]:
         """
         :param query: the question the documents were retrieved for.
@@ -164,7 +164,7 @@ class CRAG(Lifecycle):
             return self._outputs(self._corrector.correct(query, passages), span)
 
     @component.output_types(**OUTPUTS)
-    async def run_async(self, query: str, documents: list[Document], query_embedding: list[float] | None = None
+    async def run_async(self, query: str, documents: list[Document], *, query_embedding: list[float] | None = None
                         ) -> dict[str, Any]:
         """Async `run`: model inference off the event loop; Ambiguous refines while it searches.
 

@@ -106,7 +106,7 @@ class KnowledgeRefiner(Lifecycle):
         return {"documents": [strip_document(s, passages) for s in refinement.strips]}
 
     @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document], strip_top_k: int | None = None) -> dict[str, Any]:
+    def run(self, query: str, documents: list[Document], *, strip_top_k: int | None = None) -> dict[str, Any]:
         """
         :param query: the question the strips are judged against.
         :param documents: the documents to refine (or their `to_dict()` form).
@@ -122,7 +122,7 @@ class KnowledgeRefiner(Lifecycle):
             return self._outputs(refinement, documents, span)
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, query: str, documents: list[Document], strip_top_k: int | None = None
+    async def run_async(self, query: str, documents: list[Document], *, strip_top_k: int | None = None
                         ) -> dict[str, Any]:
         """Async `run`: model inference runs off the event loop.
 

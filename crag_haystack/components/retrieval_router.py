@@ -144,7 +144,7 @@ class RetrievalRouter(Lifecycle):
         return checked
 
     @component.output_types(**OUTPUTS)
-    def run(self, query: str, documents: list[Document], upper: float | None = None,
+    def run(self, query: str, documents: list[Document], *, upper: float | None = None,
             lower: float | None = None, query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param query: the question the documents were retrieved for.
@@ -164,7 +164,7 @@ class RetrievalRouter(Lifecycle):
             return self._route(query, documents, judgment, span)
 
     @component.output_types(**OUTPUTS)
-    async def run_async(self, query: str, documents: list[Document], upper: float | None = None,
+    async def run_async(self, query: str, documents: list[Document], *, upper: float | None = None,
                         lower: float | None = None, query_embedding: list[float] | None = None
                         ) -> dict[str, Any]:
         """Async `run`: model inference runs off the event loop.

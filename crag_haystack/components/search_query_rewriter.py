@@ -66,12 +66,20 @@ class SearchQueryRewriter(Lifecycle):
 
     @component.output_types(search_query=str, method=str, note=str)
     def run(self, query: str) -> dict[str, Any]:
-        """:param query: the question to rewrite."""
+        """
+        :param query: the question to rewrite.
+        :returns: `search_query` (the keywords), `method` ("llm" or "keywords") and `note` (why the offline
+            keywords were used, when the LLM failed; else empty).
+        """
         return self._outputs(self._rewriter.rewrite(query))
 
     @component.output_types(search_query=str, method=str, note=str)
     async def run_async(self, query: str) -> dict[str, Any]:
-        """Async `run`."""
+        """Async `run`.
+
+        :param query: the question to rewrite.
+        :returns: as `run`.
+        """
         return self._outputs(await self._rewriter.arewrite(query))
 
 

@@ -80,12 +80,15 @@ class _WebSearchComponent(Lifecycle):
                 "fallback": list(fallback_documents or [])}
 
     @component.output_types(**OUTPUTS)
-    def run(self, query: str, fallback_documents: list[Document] | None = None,
+    def run(self, query: str, fallback_documents: list[Document] | None = None, *,
             top_k: int | None = None) -> dict[str, Any]:
         """
         :param query: the search query (e.g. a rewriter's keywords).
         :param fallback_documents: documents to pass on, flagged, when the web gives no knowledge.
         :param top_k: this run's number of result pages (default: the component's).
+        :returns: `documents` (page paragraphs, else snippets, with `url`/`title` meta), `links`, `issues`
+            (every page or search problem, in words) and, when the web gave nothing, `fallback` (the
+            `fallback_documents`, flagged).
         """
         if unusable_query(type(self).__name__, query):
             return self._empty(fallback_documents)
@@ -99,9 +102,15 @@ class _WebSearchComponent(Lifecycle):
             return self._outputs(query, response, None, fallback_documents, span)
 
     @component.output_types(**OUTPUTS)
-    async def run_async(self, query: str, fallback_documents: list[Document] | None = None,
+    async def run_async(self, query: str, fallback_documents: list[Document] | None = None, *,
                         top_k: int | None = None) -> dict[str, Any]:
-        """Async `run`: pages are fetched concurrently on the event loop."""
+        """Async `run`: pages are fetched concurrently on the event loop.
+
+        :param query: the search query.
+        :param fallback_documents: documents to pass on, flagged, when the web gives no knowledge.
+        :param top_k: this run's number of result pages.
+        :returns: as `run`.
+        """
         if unusable_query(type(self).__name__, query):
             return self._empty(fallback_documents)
         with observed("search", type(self).__name__, query) as span:
