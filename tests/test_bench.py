@@ -119,3 +119,12 @@ def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys)
         pytest.skip("this machine has a GPU")
     assert main(["bench", "throughput", "--bench-dir", str(bench_dir), "--device", "cuda"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
+    pytest.importorskip("haystack")
+    from crag_shared.tools.bench.haystack import run
+
+    figures = run(io.StringIO(), bench_dir, queries=6)
+    assert figures["text_embedder_calls_per_query"] == 1.0
+    assert figures["router_alone"]["p50_ms"] > 0 and figures["router_pipeline"]["p50_ms"] > 0

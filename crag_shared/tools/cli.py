@@ -125,6 +125,13 @@ def _bench_abstain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_haystack(args: argparse.Namespace) -> int:
+    from .bench.haystack import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
 def _bench_llamaindex(args: argparse.Namespace) -> int:
     from .bench.llamaindex import run
 
@@ -235,6 +242,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "fit-combination": _fit_combination, "calibrate": _calibrate, "bench web": _bench_web,
     "bench throughput": _bench_throughput, "bench batch": _bench_batch, "bench recall": _bench_recall,
     "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy, "bench llamaindex": _bench_llamaindex,
+    "bench haystack": _bench_haystack,
 }
 
 

@@ -189,6 +189,10 @@ def _bench_command(commands: Any) -> None:
     abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
+    haystack = benches.add_parser("haystack", help="the lexical RetrievalRouter per query in a pipeline; query "
+                                  "embeddings per query with the pipeline's embedder connected")
+    haystack.add_argument("--bench-dir")
+    haystack.add_argument("--queries", type=POSITIVE_INT, default=100)
     llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
                                     "latency per query, query embeddings, concurrent aquery")
     llamaindex.add_argument("--bench-dir")
