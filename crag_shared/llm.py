@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
+
+from .aio import in_thread
 
 
 class NoLLMConfigured(LookupError):
@@ -42,7 +43,7 @@ class FunctionLLM:
         """Call the wrapped function in a worker thread."""
         if self._async_fn is not None:
             return await self._async_fn(prompt)
-        return await asyncio.to_thread(self._fn, prompt)
+        return await in_thread(self._fn, prompt)
 
 
 def check_llm(llm: object) -> LLM:

@@ -270,3 +270,51 @@ def test_a_bad_setting_fails_where_it_is_given_naming_it(settings, words):
     assert words in str(caught.value)
     with pytest.raises(ValueError, match=next(iter(settings))):
         CRAGConfig.from_dict(settings)  # what every adapter's deserialization goes through
+
+
+class StopIterationEvaluator(RetrievalEvaluator):
+    """A plug-in whose evaluate raises StopIteration (an exhausted iterator inside it)."""
+
+    def evaluate(self, query, texts):
+        raise StopIteration
+
+
+def test_a_stop_iteration_from_a_sync_plug_in_takes_the_fallback_async_too():
+    import asyncio
+
+    from crag_shared import FunctionLLM
+
+    corrector = Corrector(evaluator=StopIterationEvaluator())
+    passages = ["Paris is the capital of France."]
+    alone = corrector.correct("What is the capital of France?", passages)
+    together = asyncio.run(asyncio.wait_for(corrector.acorrect("What is the capital of France?", passages), 10))
+    assert alone.action == together.action and together.scores == alone.scores
+    assert any("StopIteration" in f.reason for f in together.fallbacks)
+
+    def exhausted(prompt):
+        raise StopIteration
+
+    rewriter = QueryRewriter(FunctionLLM(exhausted))
+    rewrite = asyncio.run(asyncio.wait_for(rewriter.arewrite("What is the capital of France?"), 10))
+    assert rewrite.method == "keywords" and "StopIteration" in rewrite.note
+
+
+class ShortBatchEvaluator(RetrievalEvaluator):
+    """A plug-in whose evaluate_batch drops the last request's result (or returns None)."""
+
+    def __init__(self, none=False):
+        self.none = none
+
+    def evaluate(self, query, texts):
+        return Evaluation([0.9 for _ in texts])
+
+    def evaluate_batch(self, requests):
+        return None if self.none else [self.evaluate(q, t) for q, t in requests][:-1]
+
+
+@pytest.mark.parametrize("none", [False, True])
+def test_a_batch_with_the_wrong_number_of_results_loses_no_query(none):
+    items = [(f"question {i} about Paris", ["Paris is the capital of France."]) for i in range(4)]
+    results = Corrector(evaluator=ShortBatchEvaluator(none)).correct_many(items)
+    assert len(results) == 4 and all(not hasattr(r, "error") for r in results)
+    assert all(any("evaluate_batch" in f.reason or "NoneType" in f.reason for f in r.fallbacks) for r in results)

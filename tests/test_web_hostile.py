@@ -97,6 +97,8 @@ def test_a_name_resolving_to_an_internal_address_is_refused(monkeypatch, two_hos
     "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::127.0.0.1",  # mapped and compatible
     "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::1",  # NAT64 of 127.0.0.1 and the metadata address
     "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+    "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe", "::ffff:0:a00:1",  # SIIT-translated 127.0.0.1, metadata, 10.0.0.1
+    "::1:7f00:1", "::ff:1", "0:0:0:0:0:1:0:1", "::abcd:7f00:1",  # anything else in the reserved ::/8
 ])
 def test_non_global_addresses_are_refused(address):
     assert not is_public(address)
@@ -106,6 +108,15 @@ def test_non_global_addresses_are_refused(address):
                                      "64:ff9b::808:808", "::ffff:8.8.8.8"])
 def test_global_addresses_pass(address):
     assert is_public(address)
+
+
+def test_a_result_with_a_broken_ipv6_link_is_skipped_alone():
+    from crag_shared.web.search_engine import clean_results
+
+    kept, skipped = clean_results([{"link": "http://[::1/", "title": "broken"},
+                                   {"link": "https://en.wikipedia.org/wiki/Paris", "title": "Paris"},
+                                   {"link": "http://[fe80::1%25eth0", "title": "broken too"}])
+    assert [r["title"] for r in kept] == ["Paris"] and skipped == 2
 
 
 @pytest.mark.parametrize("host", ["[2002:7f00:1::1]", "100.100.100.200", "[::ffff:127.0.0.1]", "2130706433",

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
-from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
+from ..aio import in_thread
+from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator, describe
 from ..evaluators.lexical import LexicalEvaluator
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -143,7 +144,7 @@ class Corrector(Walks):
                 requests = loop.send(answers)  # type: ignore[arg-type]
             except StopIteration as done:
                 return done.value
-            scores = await asyncio.to_thread(self._serve_scores, requests)
+            scores = await in_thread(self._serve_scores, requests)
             webs = web_requests(requests)
             found = dict(zip(webs, await asyncio.gather(*(web(r) for r in webs.values()))))
             answers = answers_for(requests, scores, found)
@@ -161,6 +162,9 @@ class Corrector(Walks):
             try:
                 evaluations: list[ScoreAnswer] = list(
                     evaluator.evaluate_batch([(wanted[i].query, wanted[i].texts) for i in members]))
+                if len(evaluations) != len(members):  # a plug-in's bug: no query may pair with another's scores
+                    raise TypeError(f"{describe(evaluator)}.evaluate_batch returned {len(evaluations)} results "
+                                    f"for {len(members)} requests")
             except EvaluatorConfigurationError:
                 raise
             except Exception as error:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
+
+from ..aio import in_thread
 
 
 class EvaluatorConfigurationError(ValueError):
@@ -99,7 +100,7 @@ class RetrievalEvaluator(ABC):
 
     async def aevaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Async scoring; model backends run in a worker thread so the event loop stays free."""
-        return await asyncio.to_thread(self.evaluate, query, texts)
+        return await in_thread(self.evaluate, query, texts)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """The scores alone, one per text in [-1, 1] (`evaluate` without its notes)."""

@@ -189,14 +189,7 @@ def _bench_command(commands: Any) -> None:
     abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
-    haystack = benches.add_parser("haystack", help="the lexical RetrievalRouter per query in a pipeline; query "
-                                  "embeddings per query with the pipeline's embedder connected")
-    haystack.add_argument("--bench-dir")
-    haystack.add_argument("--queries", type=POSITIVE_INT, default=100)
-    llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
-                                    "latency per query, query embeddings, concurrent aquery")
-    llamaindex.add_argument("--bench-dir")
-    llamaindex.add_argument("--queries", type=POSITIVE_INT, default=50)
+    _framework_benches(benches)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
                                         "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
@@ -209,6 +202,18 @@ def _bench_command(commands: Any) -> None:
     accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
     accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     _add_titles(accuracy)
+
+
+def _framework_benches(benches: Any) -> None:
+    """`crag bench haystack` and `crag bench llamaindex`: crag inside each framework."""
+    haystack = benches.add_parser("haystack", help="the lexical RetrievalRouter per query in a pipeline; query "
+                                  "embeddings per query with the pipeline's embedder connected")
+    haystack.add_argument("--bench-dir")
+    haystack.add_argument("--queries", type=POSITIVE_INT, default=100)
+    llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
+                                    "latency per query, query embeddings, concurrent aquery")
+    llamaindex.add_argument("--bench-dir")
+    llamaindex.add_argument("--queries", type=POSITIVE_INT, default=50)
 
 
 def _calibrate_command(commands: Any) -> None:

@@ -26,14 +26,16 @@ NOT_GLOBAL_V4 = tuple(ipaddress.ip_network(n) for n in (
     "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
     "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4"))
 
-#: The IPv6 counterparts. Forms that embed an IPv4 address (mapped, compatible, 6to4, NAT64) are judged
-#: by the IPv4 address inside them; Teredo (2001::/32) lies in 2001::/23 and is refused outright.
+#: The IPv6 counterparts. Forms that embed an IPv4 address (mapped, translated, compatible, 6to4, NAT64) are
+#: judged by the IPv4 address inside them; every other address in ::/8 (reserved by the IETF, never global
+#: unicast) is refused, and Teredo (2001::/32) lies in 2001::/23 and is refused outright.
 NOT_GLOBAL_V6 = tuple(ipaddress.ip_network(n) for n in (
-    "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2620:4f:8000::/48",
+    "::/8", "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2620:4f:8000::/48",
     "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8"))
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _COMPATIBLE = ipaddress.ip_network("::/96")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT's IPv4-translated form, ::ffff:0:a.b.c.d
 
 
 class Refused(Exception):
@@ -41,12 +43,12 @@ class Refused(Exception):
 
 
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, compatible, 6to4 or NAT64), if any."""
+    """The IPv4 address an IPv6 address carries (mapped, translated, compatible, 6to4 or NAT64), if any."""
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
     if ip.sixtofour is not None:
         return ip.sixtofour
-    if ip in _NAT64 or (ip in _COMPATIBLE and int(ip) > 1):
+    if ip in _NAT64 or ip in _TRANSLATED or (ip in _COMPATIBLE and int(ip) > 1):
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..aio import in_thread
 from ..types import WebIssue, WebResult, WebSearchResponse
 from .base import WebSearchError, check_search
 from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
@@ -35,11 +36,19 @@ def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
     kept, skipped = [], 0
     for entry in raw if isinstance(raw, list) else []:
         link = entry.get("link") if isinstance(entry, dict) else None
-        if not isinstance(link, str) or urlsplit(link.strip()).scheme not in ("http", "https"):
+        if not isinstance(link, str) or _scheme(link.strip()) not in ("http", "https"):
             skipped += 1
             continue
         kept.append({"link": link.strip(), "title": _text(entry.get("title")), "snippet": _text(entry.get("snippet"))})
     return kept, skipped
+
+
+def _scheme(link: str) -> str:
+    """The link's scheme, or "" for a link that does not parse (a broken IPv6 literal, `http://[::1/`)."""
+    try:
+        return urlsplit(link).scheme
+    except ValueError:
+        return ""
 
 
 def _text(value: object) -> str:
@@ -89,7 +98,7 @@ class FetchingSearch(ABC):
 
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
         """Async `organic_results`; by default the blocking call in a worker thread."""
-        return await asyncio.to_thread(self.organic_results, query)
+        return await in_thread(self.organic_results, query)
 
     def engine_query(self, query: str) -> str:
         """The query as sent to the engine (`Wikipedia, ` prefixed with `wiki_prefix`)."""
