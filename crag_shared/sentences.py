@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +20,9 @@ class _CompiledRegex:
     def __init__(self, module: Any) -> None:
         self._module = module
         self._patterns: dict[tuple[str, int], Any] = {}
+        for name in dir(module):  # the flags as plain ints: no enum arithmetic, no __getattr__, per word
+            if name.isupper() and isinstance(getattr(module, name), int):
+                setattr(self, name, int(getattr(module, name)))
 
     def _compiled(self, pattern: str, flags: int) -> Any:
         key = (pattern, int(flags))
@@ -28,7 +32,8 @@ class _CompiledRegex:
         return compiled
 
     def search(self, pattern: str, string: str, flags: int = 0) -> Any:
-        return self._compiled(pattern, flags).search(string)
+        compiled = self._patterns.get((pattern, flags))  # the per-word hot path: one dict lookup
+        return (compiled or self._compiled(pattern, flags)).search(string)
 
     def match(self, pattern: str, string: str, flags: int = 0) -> Any:
         return self._compiled(pattern, flags).match(string)
@@ -66,11 +71,43 @@ def splitter_for(language: str) -> Any:
     return _private_sentence_splitter_module().SentenceSplitter(language=language)
 
 
+#: Text longer than this is split in pieces of about this size, cut where a sentence ends (else at a space):
+#: sentence-splitter's time grows with the square of what it is given, so a 4 MB passage in one call takes
+#: minutes, in pieces it takes time in proportion to its length.
+SPLIT_PIECE_CHARS = 20_000
+_PIECE_END = re.compile(r"[.!?。！？]['\")\]]*\s+|\n\s*")
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """(start, end) pieces of `text`, each at most about `SPLIT_PIECE_CHARS`, cut after a sentence end or a
+    line break when the piece has one, else at its last space, else where the size runs out."""
+    pieces, start = [], 0
+    while len(text) - start > SPLIT_PIECE_CHARS:
+        limit = start + SPLIT_PIECE_CHARS
+        window = text[start + SPLIT_PIECE_CHARS // 2:limit]
+        ends = [m.end() for m in _PIECE_END.finditer(window)]
+        cut = start + SPLIT_PIECE_CHARS // 2 + ends[-1] if ends else text.rfind(" ", start + 1, limit) + 1
+        cut = cut if cut > start else limit
+        pieces.append((start, cut))
+        start = cut
+    pieces.append((start, len(text)))
+    return pieces
+
+
 @lru_cache(maxsize=8192)
 def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
-    """Character spans of the sentences of `text` (sentence-splitter's Moses rules).
+    """Character spans of the sentences of `text` (sentence-splitter's Moses rules), in time linear in its
+    length (long texts go to the splitter in pieces, `SPLIT_PIECE_CHARS`).
 
     Cached: the same passages come back across queries."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _pieces(text):
+        spans += [(start + a, start + b) for a, b in _piece_spans(language, text[start:end])]
+    return tuple(spans)
+
+
+def _piece_spans(language: str, text: str) -> list[tuple[int, int]]:
+    """Sentence spans of one piece, found back in the text after the splitter's normalisation."""
     spans, cursor = [], 0
     for sentence in splitter_for(language).split(text):
         if not sentence:
@@ -85,4 +122,4 @@ def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
             end = start + len(sentence)
         spans.append((start, end))
         cursor = end
-    return tuple(spans)
+    return spans

@@ -129,3 +129,21 @@ def test_max_strip_chars_is_a_checked_setting():
     with pytest.raises(ValueError, match="max_strip_chars"):
         CRAGConfig(max_strip_chars="2000")  # type: ignore[arg-type]
     assert CRAGConfig(max_strip_chars=300).refiner().max_strip_chars == 300
+
+
+def test_long_texts_are_split_in_bounded_pieces_with_the_same_sentences():
+    from crag_shared.sentences import SPLIT_PIECE_CHARS, _piece_spans, _pieces, sentence_spans
+
+    sentences = [f"Sentence number {i} tells of Paris and the Seine." for i in range(3000)]
+    text = " ".join(sentences)  # ~150,000 characters
+    pieces = _pieces(text)
+    assert len(pieces) > 1 and all(b - a <= SPLIT_PIECE_CHARS for a, b in pieces)
+    assert pieces[0][0] == 0 and pieces[-1][1] == len(text)
+    assert all(a == previous_end for (a, _), (_, previous_end) in zip(pieces[1:], pieces))
+    spans = sentence_spans("en", text)
+    assert [text[a:b] for a, b in spans] == sentences  # cut only where sentences end: nothing changes
+    assert [text[a:b] for a, b in spans] == [text[a:b] for a, b in _piece_spans("en", text)]
+    no_punctuation = "word " * 30_000
+    assert all(b - a <= SPLIT_PIECE_CHARS for a, b in _pieces(no_punctuation))
+    assert "".join(no_punctuation[a:b] for a, b in sentence_spans("en", no_punctuation)).replace(" ", "") == (
+        no_punctuation.replace(" ", ""))
