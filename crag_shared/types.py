@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -44,6 +45,17 @@ class Passage:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+_NO_BRACKETS = str.maketrans("[]", "()")
+_MARKERS = re.compile(r"\[\s*(web\s*:|end\s+of\s+web\s+text\s*\])", re.IGNORECASE)
+
+
+def neutralized(text: str) -> str:
+    """Untrusted web text with any web-block delimiter of its own (`[web: ...`, `[end of web text]`, in
+    any case or spacing) turned into parentheses, so it can neither close its block nor open another."""
+    return _MARKERS.sub(lambda m: "(" + m.group(1).rstrip("]").rstrip() + (")" if m.group(1).endswith("]") else ""),
+                        text)
+
+
 @dataclass(frozen=True)
 class Strip:
     """A piece of refined knowledge with its provenance.
@@ -74,13 +86,16 @@ class Strip:
         """For web strips, where the text came from, marked as untrusted; None for internal strips."""
         if self.origin is not Origin.WEB:
             return None
-        return f"{self.url or self.title or 'unknown page'} (untrusted web page)"
+        page = " ".join(str(self.url or self.title or "unknown page").split()).translate(_NO_BRACKETS)
+        return f"{page} (untrusted web page)"
 
     def prompt_text(self) -> str:
         """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that
-        says "ignore previous instructions" reads as quoted page content, not as the prompt's own words."""
+        says "ignore previous instructions" reads as quoted page content, not as the prompt's own words. The
+        page cannot forge the delimiters: its own `[web:` / `[end of web text]` are neutralized, and the
+        label (URL or title) is one line without brackets."""
         label = self.source_label
-        return self.text if label is None else f"[web: {label}]\n{self.text}\n[end of web text]"
+        return self.text if label is None else f"[web: {label}]\n{neutralized(self.text)}\n[end of web text]"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import re
@@ -12,8 +14,9 @@ class ApiKey:
     """A provider's API key, from the argument or the environment (required at construction).
 
     - `repr` and `vars()` of the provider show only where the key came from;
-    - `scrub(text)` removes the key in every form a URL or JSON may carry it (raw, percent-encoded,
-      form-encoded);
+    - `scrub(text)` removes the key in every form a URL, a header or JSON may carry it (raw, percent-encoded,
+      form-encoded, JSON-escaped, base64); callers scrub before they shorten a text, so no cut can leave
+      a key's prefix behind;
     - a key read from the environment pickles as the variable's name and is read again on unpickling;
       a key passed as an argument refuses to be pickled, with an error saying what to do instead.
     """
@@ -36,8 +39,12 @@ class ApiKey:
     def forms(self) -> list[str]:
         """The key as it can appear in URLs, query strings, headers and JSON, longest first."""
         key = self._value
-        forms = {key, quote(key, safe=""), quote(key), quote_plus(key), quote(key, safe="").lower()}
-        return sorted(forms, key=len, reverse=True)
+        raw = key.encode()
+        encoded = [base64.b64encode(raw), base64.urlsafe_b64encode(raw)]
+        forms = {key, quote(key, safe=""), quote(key), quote_plus(key), quote(key, safe="").lower(),
+                 json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1],
+                 *(form.decode().rstrip("=") for form in encoded)}
+        return sorted((form for form in forms if form), key=len, reverse=True)
 
     def scrub(self, text: str) -> str:
         """`text` with the key (and its URL-encoded forms) replaced by a mask."""

@@ -32,14 +32,16 @@ def prefer_wikipedia(results: list[dict[str, Any]], mode: str) -> list[dict[str,
 def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
     """The engine's organic results with a usable http(s) link, as plain strings; and how many were not.
 
-    One malformed entry (a link that is a list, a number, a dict) is skipped alone; the rest are kept."""
+    One malformed entry (a link that is a list, a number, a dict, one with a line break) is skipped alone;
+    the rest are kept. Titles and snippets become one line each."""
     kept, skipped = [], 0
     for entry in raw if isinstance(raw, list) else []:
-        link = entry.get("link") if isinstance(entry, dict) else None
-        if not isinstance(link, str) or _scheme(link.strip()) not in ("http", "https"):
-            skipped += 1
+        raw = entry.get("link") if isinstance(entry, dict) else None
+        link = raw.strip() if isinstance(raw, str) else ""
+        if any(c.isspace() or ord(c) < 32 for c in link) or _scheme(link) not in ("http", "https"):
+            skipped += 1  # a link with a line break or a control character in it is no URL
             continue
-        kept.append({"link": link.strip(), "title": _text(entry.get("title")), "snippet": _text(entry.get("snippet"))})
+        kept.append({"link": link, "title": _text(entry.get("title")), "snippet": _text(entry.get("snippet"))})
     return kept, skipped
 
 
@@ -52,7 +54,9 @@ def _scheme(link: str) -> str:
 
 
 def _text(value: object) -> str:
-    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    """A title or snippet as one line of plain text (a line break in it could pose as a prompt's own line)."""
+    text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    return " ".join(text.split())
 
 
 class FetchingSearch(ABC):

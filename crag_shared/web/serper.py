@@ -56,7 +56,7 @@ class SerperSearch(FetchingSearch):
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise WebSearchError(self._api_key.scrub(f"cannot reach Serper: {type(error).__name__}: {error}")) from None
         if response.status_code >= 400:
-            raise WebSearchError(self._api_key.scrub(f"Serper HTTP {response.status_code}: {response.text[:200]}"))
+            raise WebSearchError(f"Serper HTTP {response.status_code}: {self._api_key.scrub(response.text)[:200]}")
         try:
             data = response.json()
         except ValueError as error:
@@ -65,7 +65,7 @@ class SerperSearch(FetchingSearch):
             raise WebSearchError(f"Serper answered with malformed JSON ({type(data).__name__}, not an object)")
         problem = data.get("error") or (data.get("message") if "organic" not in data else None)
         if problem:
-            raise WebSearchError(self._api_key.scrub(f"Serper error: {str(problem)[:300]}"))
+            raise WebSearchError(f"Serper error: {self._api_key.scrub(str(problem))[:300]}")
         organic = data.get("organic") or []
         if not isinstance(organic, list):
             raise WebSearchError(f"Serper answered with malformed organic results ({type(organic).__name__})")
