@@ -1,6 +1,7 @@
 """correct_many: the same decisions as correct, in input order, batched across queries, failures isolated."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -141,3 +142,80 @@ def test_crag_run_names_a_bad_web_option_in_one_line(tmp_path, capsys):
     for web in ("bing", "replay:", f"replay:{tmp_path / 'missing.jsonl'}"):
         assert main(["run", "--data", str(data), "--out", str(tmp_path / "o.jsonl"), "--web", web]) == 2
         assert "--web" in capsys.readouterr().err
+
+
+def write_rows(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def demo_rows(ids=True):
+    rows = [{"question": q, "ctxs": [{"title": p.title, "text": p.text} for p in corpus()]} for q in QUESTIONS]
+    return [{"id": i, **row} for i, row in enumerate(rows)] if ids else rows
+
+
+def run_cli(data, out):
+    from crag_shared.tools.cli import main
+
+    return main(["run", "--data", str(data), "--out", str(out), "--batch-size", "1"])
+
+
+def test_crag_run_never_clobbers_a_file_it_did_not_write(tmp_path, capsys):
+    data = tmp_path / "data.jsonl"
+    write_rows(data, demo_rows())
+    before = data.read_bytes()
+    assert run_cli(data, data) == 2 and data.read_bytes() == before
+    assert "is the input file" in capsys.readouterr().err
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"my": "own data"}\n')
+    assert run_cli(data, notes) == 2 and notes.read_text() == '{"my": "own data"}\n'
+    assert "not a crag run record" in capsys.readouterr().err
+
+
+def test_crag_run_repairs_a_torn_last_line_and_resumes_exactly(tmp_path):
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    write_rows(data, demo_rows())
+    assert run_cli(data, out) == 0
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2])  # the last record written whole, its newline lost
+    assert run_cli(data, out) == 0
+    again = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in again] == ["0", "1", "2"]
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # cut inside the record
+    assert run_cli(data, out) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["0", "1", "2"]
+
+
+def test_crag_run_refuses_duplicate_ids_and_bad_records_up_front(tmp_path, capsys):
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    rows = demo_rows()
+    rows[1]["id"] = "0"  # 0 and "0" are one id
+    write_rows(data, rows)
+    assert run_cli(data, out) == 2 and "id '0' is used by two records" in capsys.readouterr().err
+    assert not out.exists() or out.read_text() == ""
+    write_rows(data, [{"id": 1, "ctxs": [{"text": "Paris."}]}])  # no question
+    assert run_cli(data, out) == 2 and "the question must be text" in capsys.readouterr().err
+    write_rows(data, [{"id": 1, "question": "Capital of France?", "ctxs": ["Paris is the capital of France."]}])
+    assert run_cli(data, out) == 0  # ctxs as plain texts
+    assert json.loads(out.read_text())["action"] == "correct"
+
+
+def test_crag_run_without_ids_survives_a_line_added_before_resuming(tmp_path):
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    rows = demo_rows(ids=False)
+    write_rows(data, rows[1:])
+    assert run_cli(data, out) == 0
+    write_rows(data, rows)  # a record inserted at the top: line numbers shift, content ids do not
+    assert run_cli(data, out) == 0
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["question"] for r in written) == sorted(QUESTIONS) and len({r["id"] for r in written}) == 3
+
+
+def test_a_second_crag_run_on_the_same_output_is_refused(tmp_path, capsys):
+    import fcntl
+
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    write_rows(data, demo_rows())
+    with (tmp_path / "out.jsonl.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running crag run holds it
+        assert run_cli(data, out) == 2 and "another crag run is writing" in capsys.readouterr().err
+    assert run_cli(data, out) == 0

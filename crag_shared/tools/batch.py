@@ -7,8 +7,11 @@ with provenance, rewritten query, web URLs and the trace; or its error.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,11 +37,13 @@ def read_jobs(path: str | Path) -> Iterator[Job]:
     for number, row in json_rows(path):
         try:
             if "ctxs" in row:
-                job_id = record_id(row, number)
+                job_id = _record_id(row)
+                if not isinstance(row["ctxs"], list):
+                    raise TypeError("ctxs must be a list of passages")
                 passages = [_passage(c, f"{job_id}:{i}") for i, c in enumerate(row["ctxs"])]
-                yield Job(job_id, str(row["question"]), passages)
+                yield Job(job_id, _question(row), passages)
                 continue
-            question = str(row_query(row))
+            question = _question(row)
             job_id = query_id(row, question)
             job = grouped.setdefault(job_id, Job(job_id, question, []))
             job.passages.append(_passage(row, f"{job_id}:{len(job.passages)}"))
@@ -47,7 +52,28 @@ def read_jobs(path: str | Path) -> Iterator[Job]:
     yield from grouped.values()
 
 
-def _passage(row: dict[str, Any], default_id: str) -> Passage:
+def _question(row: dict[str, Any]) -> str:
+    """The row's question; a missing one (or null, or not text) is an error, never the query "None"."""
+    question = row_query(row)
+    if not isinstance(question, str):
+        raise TypeError(f"the question must be text (`question` or `query`), got {type(question).__name__}")
+    return question
+
+
+def _record_id(row: dict[str, Any]) -> str:
+    """The record's own id (`id`, `idx`, `question_id`), else a hash of its content: a line added or
+    removed elsewhere in the file never changes which record an id names (a line number would)."""
+    if any(key in row for key in ("id", "idx", "question_id")):
+        return record_id(row, 0)
+    canonical = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+    return "sha1:" + hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
+def _passage(row: object, default_id: str) -> Passage:
+    if isinstance(row, str):  # a ctx given as its text alone
+        return Passage(row, id=default_id)
+    if not isinstance(row, dict):
+        raise TypeError(f"a passage must be an object with a text, or the text itself, not {type(row).__name__}")
     text = passage_text(row)
     if not isinstance(text, str):
         raise TypeError("a passage needs a text")
@@ -56,21 +82,49 @@ def _passage(row: dict[str, Any], default_id: str) -> Passage:
     return Passage(text, id=str(row.get("id", default_id)), title=title)
 
 
+def unique_jobs(jobs: Iterable[Job], path: str | Path) -> list[Job]:
+    """The jobs, refusing two with one id (ids compare as text: 1 and "1" are one id): a resumed run would
+    take the second for done."""
+    seen: set[str] = set()
+    listed = list(jobs)
+    for job in listed:
+        if job.id in seen:
+            raise ValueError(f"{path}: id {job.id!r} is used by two records; give each record its own id")
+        seen.add(job.id)
+    return listed
+
+
 def finished_ids(path: Path) -> set[str]:
-    """Ids already written; a last line cut by a crash is removed, so it is redone."""
+    """Ids already written. Every complete line must be a `crag run` record: any other file is refused,
+    never truncated. A last line cut by a crash (no newline) is removed, so it is redone."""
     if not path.exists():
         return set()
     done, keep = set(), 0
     with path.open("rb") as lines:
-        for line in lines:
-            try:
-                done.add(str(json.loads(line)["id"]))
-            except (ValueError, KeyError, TypeError):
+        for number, line in enumerate(lines, 1):
+            if not line.endswith(b"\n"):  # torn by a crash: drop it, the record is redone
                 break
+            parsed = _output_record(line)
+            if parsed is None:
+                raise ValueError(f"{path}:{number} is not a crag run record: --out must be a new file or one that "
+                                 "crag run wrote (refusing to overwrite it)")
+            done.add(parsed)
             keep += len(line)
-    with path.open("r+b") as handle:
-        handle.truncate(keep)
+    if keep != path.stat().st_size:
+        with path.open("r+b") as handle:
+            handle.truncate(keep)
     return done
+
+
+def _output_record(line: bytes) -> str | None:
+    """The id of a line `record` wrote, or None for any other line."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and "id" in data and "question" in data and ("action" in data or "error" in data):
+        return str(data["id"])
+    return None
 
 
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
@@ -90,9 +144,13 @@ def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, b
 
 
 def pending_jobs(data: str | Path, out: Path, limit: int | None) -> tuple[list[Job], int]:
-    """The jobs not yet in `out` (at most `limit` in `out` in all), and how many are there already."""
+    """The jobs not yet in `out` (at most `limit` in `out` in all), and how many are there already. `out`
+    may not be the input itself."""
+    if out.exists() and Path(data).exists() and out.samefile(data):
+        raise ValueError(f"--out {out} is the input file: choose another output file")
+    all_jobs = unique_jobs(read_jobs(data), data)
     done = finished_ids(out)
-    jobs = [job for job in read_jobs(data) if job.id not in done]
+    jobs = [job for job in all_jobs if job.id not in done]
     if limit is not None:
         jobs = jobs[: max(0, limit - len(done))]
     return jobs, len(done)
@@ -124,6 +182,24 @@ def run(corrector: Corrector, data: str | Path, out: str | Path, *, batch_size: 
         progress: bool = True, log: TextIO | None = None) -> dict[str, int]:
     """The local engine: every job not yet in `out`, `batch_size` queries per `correct_many`, in this process."""
     out = Path(out)
-    jobs, skipped = pending_jobs(data, out, limit)
-    batches = (record_lines(corrector, jobs[start:start + batch_size]) for start in range(0, len(jobs), batch_size))
-    return write_all(out, batches, len(jobs), skipped, progress=progress, log=log)
+    with exclusive(out):
+        jobs, skipped = pending_jobs(data, out, limit)
+        batches = (record_lines(corrector, jobs[start:start + batch_size])
+                   for start in range(0, len(jobs), batch_size))
+        return write_all(out, batches, len(jobs), skipped, progress=progress, log=log)
+
+
+@contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Hold `out`'s lock (a `.lock` file beside it) for the whole run: a second `crag run` on the same
+    output fails at once instead of writing the same records twice."""
+    lock_path = out.with_name(out.name + ".lock")
+    with lock_path.open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"another crag run is writing {out}; wait for it or choose another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

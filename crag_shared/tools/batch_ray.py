@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from ..config import CRAGConfig
 from ..types import Passage
 from ..web.spec import web_search_from_spec
-from .batch import Job, pending_jobs, record_lines, write_all
+from .batch import Job, exclusive, pending_jobs, record_lines, write_all
 
 INSTALL_HINT = "the Ray engine needs Ray Data: pip install 'crag-shared[ray]'"
 
@@ -71,18 +71,19 @@ def run_on_ray(config: CRAGConfig, data: str | Path, out: str | Path, *, web: st
     """Every job not yet in `out`, corrected by `actors` Ray actors (`num_gpus` each), appended in order."""
     ray = _require_ray()
     out = Path(out)
-    jobs, skipped = pending_jobs(data, out, limit)
-    if not jobs:
-        return write_all(out, [], 0, skipped, progress=progress, log=log)
-    connect()
-    context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True  # results are written in input order, as locally
-    context.enable_progress_bars = False  # one progress bar: ours, by query
-    blocks = -(-len(jobs) // batch_size)  # one block per batch: actors start on the first batch at once
-    dataset = ray.data.from_items([_job_row(job) for job in jobs], override_num_blocks=blocks)
-    corrected = dataset.map_batches(CorrectBatch, fn_constructor_kwargs={"config": config.to_dict(), "web": web},
-                                    batch_size=batch_size, batch_format="numpy",
-                                    compute=ray.data.ActorPoolStrategy(size=actors), num_gpus=num_gpus or None)
-    batches = (list(zip(batch["line"].tolist(), batch["failed"].tolist()))
-               for batch in corrected.iter_batches(batch_size=batch_size, batch_format="numpy"))
-    return write_all(out, batches, len(jobs), skipped, progress=progress, log=log)
+    with exclusive(out):
+        jobs, skipped = pending_jobs(data, out, limit)
+        if not jobs:
+            return write_all(out, [], 0, skipped, progress=progress, log=log)
+        connect()
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True  # results are written in input order, as locally
+        context.enable_progress_bars = False  # one progress bar: ours, by query
+        blocks = -(-len(jobs) // batch_size)  # one block per batch: actors start on the first batch at once
+        dataset = ray.data.from_items([_job_row(job) for job in jobs], override_num_blocks=blocks)
+        corrected = dataset.map_batches(CorrectBatch, fn_constructor_kwargs={"config": config.to_dict(), "web": web},
+                                        batch_size=batch_size, batch_format="numpy",
+                                        compute=ray.data.ActorPoolStrategy(size=actors), num_gpus=num_gpus or None)
+        batches = (list(zip(batch["line"].tolist(), batch["failed"].tolist()))
+                   for batch in corrected.iter_batches(batch_size=batch_size, batch_format="numpy"))
+        return write_all(out, batches, len(jobs), skipped, progress=progress, log=log)
