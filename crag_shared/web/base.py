@@ -33,17 +33,40 @@ def check_search(query: object, top_k: object) -> None:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
 
 
-def titled_paragraphs(title: str, paragraphs: Iterable[str], min_chars: int = 10) -> tuple[str, ...]:
+#: Bounds on what one page can turn into, whatever it holds: a title (the page's or the search result's),
+#: each paragraph, how many paragraphs, and all their characters together. Each paragraph carries the
+#: title, so an unbounded title would be copied once per paragraph.
+MAX_TITLE_CHARS = 300
+MAX_PARAGRAPH_CHARS = 4_000
+MAX_PAGE_PARAGRAPHS = 200
+MAX_PAGE_CHARS = 400_000
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` with its whitespace collapsed to single spaces, at most `limit` characters (looking at no
+    more of it than that needs)."""
+    return " ".join(text[: limit * 4].split())[:limit]
+
+
+def titled_paragraphs(title: str, paragraphs: Iterable[str], min_chars: int = 10,
+                      max_paragraphs: int = MAX_PAGE_PARAGRAPHS) -> tuple[str, ...]:
     """Paragraphs prefixed with the page title, as the paper's web knowledge (`"<title>: <paragraph>"`).
 
-    Paragraphs shorter than `min_chars` (the official code's 10) are dropped.
+    Paragraphs shorter than `min_chars` (the official code's 10) are dropped. The title is cut to
+    `MAX_TITLE_CHARS` before it is copied, each paragraph to `MAX_PARAGRAPH_CHARS`, and reading stops after
+    `max_paragraphs` paragraphs or `MAX_PAGE_CHARS` characters in all.
     """
-    title = " ".join((title or "").split())
-    kept = []
+    title = one_line(title or "", MAX_TITLE_CHARS)
+    kept: list[str] = []
+    total = 0
     for paragraph in paragraphs:
-        paragraph = " ".join(paragraph.split())
-        if len(paragraph) >= min_chars:
-            kept.append(f"{title}: {paragraph}" if title else paragraph)
+        paragraph = one_line(paragraph, MAX_PARAGRAPH_CHARS)
+        if len(paragraph) < min_chars:
+            continue
+        kept.append(f"{title}: {paragraph}" if title else paragraph)
+        total += len(kept[-1])
+        if len(kept) >= max_paragraphs or total >= MAX_PAGE_CHARS:
+            break
     return tuple(kept)
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from ..aio import in_thread
 from ..types import WebIssue, WebResult, WebSearchResponse
-from .base import WebSearchError, check_search
+from .base import MAX_PARAGRAPH_CHARS, MAX_TITLE_CHARS, WebSearchError, check_search, one_line
 from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
 from .fetch import FetchedPage, PageFetcher, run_sync
 
@@ -41,7 +41,8 @@ def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
         if any(c.isspace() or ord(c) < 32 for c in link) or _scheme(link) not in ("http", "https"):
             skipped += 1  # a link with a line break or a control character in it is no URL
             continue
-        kept.append({"link": link, "title": _text(entry.get("title")), "snippet": _text(entry.get("snippet"))})
+        kept.append({"link": link, "title": _text(entry.get("title"), MAX_TITLE_CHARS),
+                     "snippet": _text(entry.get("snippet"), MAX_PARAGRAPH_CHARS)})
     return kept, skipped
 
 
@@ -53,10 +54,11 @@ def _scheme(link: str) -> str:
         return ""
 
 
-def _text(value: object) -> str:
-    """A title or snippet as one line of plain text (a line break in it could pose as a prompt's own line)."""
+def _text(value: object, limit: int) -> str:
+    """A title or snippet as one bounded line of plain text (a line break in it could pose as a prompt's
+    own line; a 30 KB title would be copied into every paragraph)."""
     text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
-    return " ".join(text.split())
+    return one_line(text, limit)
 
 
 class FetchingSearch(ABC):
