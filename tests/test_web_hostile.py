@@ -319,7 +319,7 @@ def test_a_key_never_reaches_an_error_in_any_form(body):
     key = 'sk-"live/key+with=signs-0123456789'
 
     def answer(request):
-        return httpx.Response(401, text=body(key))
+        return httpx.Response(401, stream=httpx.ByteStream(body(key).encode()))
 
     search = SerperSearch(api_key=key, transport=httpx.MockTransport(answer), fetch_pages=False)
     with pytest.raises(WebSearchError) as failed:
@@ -363,3 +363,48 @@ def test_a_page_is_bounded_whatever_its_title_and_paragraphs():
     assert all(p.startswith("t" * MAX_TITLE_CHARS + ": ") for p in plain)
     kept, _ = clean_results([{"link": "https://example.org", "title": "T" * 30_000, "snippet": "s" * 100_000}])
     assert len(kept[0]["title"]) == MAX_TITLE_CHARS and len(kept[0]["snippet"]) == MAX_PARAGRAPH_CHARS
+
+
+def serper_answering(handler, timeout=3.0):
+    import httpx
+
+    return SerperSearch(api_key="k-123456789", transport=httpx.MockTransport(handler), fetch_pages=False,
+                        timeout=timeout)
+
+
+def test_a_serper_answer_is_bounded_once_decoded_and_deep_json_is_malformed_not_a_crash():
+    import time
+
+    import httpx
+
+    bomb = gzip.compress(gzip.compress(b"0" * 60_000_000))  # ~60 KB on the wire, 60 MB decoded
+    search = serper_answering(lambda request: httpx.Response(200, stream=httpx.ByteStream(bomb),
+                                                             headers={"content-encoding": "gzip, gzip"}))
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match="larger than"):
+        search.search("anything")
+    assert time.monotonic() - started < 3
+    deep_json = ("[" * 200_000 + "]" * 200_000).encode()
+    deep = serper_answering(lambda request: httpx.Response(200, stream=httpx.ByteStream(deep_json)))
+    with pytest.raises(WebSearchError, match="malformed JSON"):
+        deep.search("anything")
+
+
+def test_a_slow_serper_answer_ends_by_the_timeout_sync_and_async():
+    import time
+
+    import httpx
+
+    async def slow(request):
+        await asyncio.sleep(10)
+        return httpx.Response(200, stream=httpx.ByteStream(b'{"organic": []}'))
+
+    search = serper_answering(slow, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match=r"within 0.5 s"):
+        search.search("anything")
+    assert time.monotonic() - started < 1.5
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match=r"within 0.5 s"):
+        asyncio.run(search.asearch("anything"))
+    assert time.monotonic() - started < 1.5

@@ -33,6 +33,9 @@ def check_search(query: object, top_k: object) -> None:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
 
 
+#: The most a search API's answer may hold once decoded: far above any real answer (tens of KB).
+MAX_ANSWER_BYTES = 10_000_000
+
 #: Bounds on what one page can turn into, whatever it holds: a title (the page's or the search result's),
 #: each paragraph, how many paragraphs, and all their characters together. Each paragraph carries the
 #: title, so an unbounded title would be copied once per paragraph.

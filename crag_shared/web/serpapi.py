@@ -7,13 +7,12 @@ import time
 from functools import lru_cache
 from typing import Any, Literal
 
-from .base import WebSearchError
+from .base import MAX_ANSWER_BYTES, WebSearchError
 from .fetch import PageFetcher
 from .keys import ApiKey, redact_client_logs
 from .search_engine import FetchingSearch
 
 NO_RESULTS = "hasn't returned any results"
-MAX_ANSWER_BYTES = 10_000_000
 
 
 class SerpAPISearch(FetchingSearch):

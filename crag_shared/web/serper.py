@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any, Literal
 
 import httpx
 
-from .base import WebSearchError
+from .base import MAX_ANSWER_BYTES, WebSearchError
+from .decoding import BoundedDecoder, EncodingError
 from .fetch import PageFetcher, run_sync
 from .keys import ApiKey
 from .search_engine import FetchingSearch
@@ -40,27 +43,42 @@ class SerperSearch(FetchingSearch):
     def __repr__(self) -> str:
         return f"SerperSearch(mode={self.mode!r}, base_url={self.base_url!r})"
 
+    async def _answer(self, query: str) -> tuple[int, str]:
+        """(HTTP status, body text) of one search, the body decoded within `MAX_ANSWER_BYTES`."""
+        body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
+        headers = {"X-API-KEY": self._api_key.reveal()}
+        async with httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False) as client, \
+                client.stream("POST", f"{self.base_url}/search", json=body, headers=headers) as response:
+            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
+            data = bytearray()
+            async for chunk in response.aiter_raw():
+                data.extend(decoder.feed(chunk))
+                if decoder.full:
+                    raise WebSearchError(f"Serper's answer is larger than {MAX_ANSWER_BYTES} bytes")
+            return response.status_code, data.decode(response.encoding or "utf-8", errors="replace")
+
     def organic_results(self, query: str) -> list[dict[str, Any]]:
         """Serper's organic results for `query` (title, link, snippet), or WebSearchError."""
         return run_sync(self.aorganic_results(query))
 
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
-        """Async `organic_results`."""
-        body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
+        """Async `organic_results`: the whole call within `timeout`, the answer at most `MAX_ANSWER_BYTES`
+        once decoded (however many content-encoding layers it has)."""
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False) as client:
-                response = await client.post(f"{self.base_url}/search", json=body,
-                                             headers={"X-API-KEY": self._api_key.reveal()})
-        except httpx.TimeoutException:
-            raise WebSearchError(f"Serper timed out after {self.timeout:g} s") from None
+            status, text = await asyncio.wait_for(self._answer(query), self.timeout)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise WebSearchError(f"Serper timed out: no complete answer within {self.timeout:g} s") from None
+        except EncodingError as error:
+            raise WebSearchError(f"Serper answered with an unreadable body: {error}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise WebSearchError(self._api_key.scrub(f"cannot reach Serper: {type(error).__name__}: {error}")) from None
-        if response.status_code >= 400:
-            raise WebSearchError(f"Serper HTTP {response.status_code}: {self._api_key.scrub(response.text)[:200]}")
+        if status >= 400:
+            raise WebSearchError(f"Serper HTTP {status}: {self._api_key.scrub(text)[:200]}")
         try:
-            data = response.json()
-        except ValueError as error:
-            raise WebSearchError(f"Serper answered with malformed JSON: {error}") from None
+            data = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            message = f"Serper answered with malformed JSON: {type(error).__name__}: {error}"
+            raise WebSearchError(message[:300]) from None
         if not isinstance(data, dict):
             raise WebSearchError(f"Serper answered with malformed JSON ({type(data).__name__}, not an object)")
         problem = data.get("error") or (data.get("message") if "organic" not in data else None)
