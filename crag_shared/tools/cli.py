@@ -17,9 +17,12 @@ from .commands import UsageError, build_parser
 
 
 def _writable(path: str | None, option: str) -> None:
-    """An output path must lie in an existing directory; said before any work is done."""
+    """An output path must lie in an existing directory and be a regular file if it exists (a FIFO would
+    hang, /dev/zero never ends); said before any work is done."""
     if path and not Path(path).expanduser().resolve().parent.is_dir():
         raise UsageError(f"{option} {path}: the directory {Path(path).parent} does not exist")
+    if path and Path(path).exists() and not Path(path).is_file():
+        raise UsageError(f"{option} {path}: not a regular file (a pipe or a device); write to a file")
 
 
 def _readable(path: str | None, option: str) -> None:

@@ -10,6 +10,22 @@ from .base import check_search
 from .memory import InMemorySearch, WebPage
 
 
+def _record(record: object) -> tuple[str, list[WebPage]]:
+    """(query, pages) of one replay line; anything malformed raises naming what."""
+    if not isinstance(record, dict) or not isinstance(record.get("query"), str):
+        raise TypeError("a replay line is an object with a text `query`")
+    results = record.get("results")
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise TypeError("`results` must be a list of objects")
+    pages = []
+    for result in results:
+        fields = [result.get("title"), result.get("url"), result.get("text", ""), result.get("snippet", "")]
+        if not all(isinstance(field, str) for field in fields):
+            raise TypeError("each result needs text `title` and `url` (and text `text`/`snippet` if given)")
+        pages.append(WebPage(*fields))
+    return record["query"], pages
+
+
 def _key(query: str) -> str:
     return " ".join(query.casefold().split())
 
@@ -27,17 +43,16 @@ class ReplaySearch:
         self.path = Path(path)
         self._recorded: dict[str, list[WebPage]] = {}
         pages: dict[str, WebPage] = {}
-        with self.path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
+        with self.path.open("rb") as lines:
+            for number, raw in enumerate(lines, 1):
+                if not raw.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                    results = [WebPage(r["title"], r["url"], r.get("text", ""), r.get("snippet", ""))
-                               for r in record["results"]]
-                except (ValueError, KeyError, TypeError) as error:
-                    raise ValueError(f"{self.path}:{number}: not a replay record ({error})") from error
-                self._recorded[_key(record["query"])] = results
+                    query, results = _record(json.loads(raw.decode("utf-8")))
+                except (ValueError, KeyError, TypeError, RecursionError) as error:  # UnicodeDecodeError too
+                    message = f"{self.path}:{number}: not a replay record ({type(error).__name__}: {error})"
+                    raise ValueError(message[:300]) from None
+                self._recorded[_key(query)] = results
                 pages.update((p.url, p) for p in results)
         self._all = InMemorySearch(pages.values())
         self.queries: list[str] = []
