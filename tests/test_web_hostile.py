@@ -408,3 +408,13 @@ def test_a_slow_serper_answer_ends_by_the_timeout_sync_and_async():
     with pytest.raises(WebSearchError, match=r"within 0.5 s"):
         asyncio.run(search.asearch("anything"))
     assert time.monotonic() - started < 1.5
+
+
+@pytest.mark.parametrize("charset", ["punycode", "idna", "unicode_escape"])
+def test_a_declared_charset_that_is_no_character_set_is_ignored(crag_fake_web, charset):
+    web = crag_fake_web
+    page = f"<html><body><p>{TEXT}</p>" + "<p>" + "abc-xyz " * 60_000 + "</p></body></html>"  # ~500 KB
+    web.add("odd", "Odd", body=page.encode(), headers={"Content-Type": f"text/html; charset={charset}"})
+    fetcher = PageFetcher(allow_private_addresses=LOOPBACK, retries=0, timeout=5, deadline=8)
+    [fetched] = fetcher.fetch_all_sync([web.page_url("odd")])
+    assert fetched.error is None and TEXT in fetched.text  # read as UTF-8, not through the codec
