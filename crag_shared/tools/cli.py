@@ -17,11 +17,12 @@ from .commands import UsageError, build_parser
 
 
 def _writable(path: str | None, option: str) -> None:
-    """An output path must lie in an existing directory and be a regular file if it exists (a FIFO would
-    hang, /dev/zero never ends); said before any work is done."""
+    """An output path must lie in an existing directory and be no pipe or device (a FIFO would hang,
+    /dev/zero never ends); said before any work is done."""
     if path and not Path(path).expanduser().resolve().parent.is_dir():
         raise UsageError(f"{option} {path}: the directory {Path(path).parent} does not exist")
-    if path and Path(path).exists() and not Path(path).is_file():
+    target = Path(path).expanduser() if path else None
+    if target and (target.is_fifo() or target.is_char_device() or target.is_block_device() or target.is_socket()):
         raise UsageError(f"{option} {path}: not a regular file (a pipe or a device); write to a file")
 
 
