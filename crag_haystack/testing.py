@@ -96,6 +96,7 @@ class HashingTextEmbedder:
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
+        self.calls = 0  # how many texts it embedded: tests and benchmarks count query embeddings
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
@@ -108,7 +109,8 @@ class HashingTextEmbedder:
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
-        """The text's hashing embedding."""
+        """The text's hashing embedding (counted in `calls`)."""
+        self.calls += 1
         return {"embedding": hashing_vector(text, self.dim)}
 
 

@@ -4,12 +4,17 @@ downloads, no keys)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.base import BaseEvent
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -98,3 +103,43 @@ class FixedRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return list(self._nodes_by_query.get(query_bundle.query_str, []))
+
+
+class EventRecorder(BaseEventHandler):
+    """Keeps every instrumentation event it is sent (`recording_events()` attaches one to the root
+    dispatcher), so a test can check what tracing would see."""
+
+    events: list = Field(default_factory=list)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serializes this class under."""
+        return "EventRecorder"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        """Keep the event."""
+        self.events.append(event)
+
+
+@contextmanager
+def recording_events() -> Iterator[EventRecorder]:
+    """An `EventRecorder` on LlamaIndex's root dispatcher for the block."""
+    root = get_dispatcher()
+    recorder = EventRecorder()
+    root.add_event_handler(recorder)
+    try:
+        yield recorder
+    finally:
+        root.event_handlers.remove(recorder)
+
+
+@contextmanager
+def offline_settings() -> Iterator[None]:
+    """`Settings.llm` and `Settings.embed_model` as the offline stand-ins (`RuleLLM`, `HashingEmbedding`) for
+    the block, the app's own restored afterwards."""
+    previous = Settings._llm, Settings._embed_model
+    Settings.llm, Settings.embed_model = RuleLLM(), HashingEmbedding()
+    try:
+        yield
+    finally:
+        Settings._llm, Settings._embed_model = previous

@@ -4,7 +4,7 @@ objects or specs with options and a ComponentDevice, wrong embedders are refused
 query embedding the pipeline already made is reused. Runs on the declared floor, the newest 2.x and 3.x."""
 
 import pytest
-from haystack import Document, Pipeline, component
+from haystack import Document, Pipeline
 from haystack.utils import ComponentDevice
 
 from crag_haystack import CRAG, KnowledgeGate, KnowledgeRefiner, RetrievalRouter
@@ -91,32 +91,19 @@ def test_wrong_embedders_are_refused_at_construction():
                         document_embedder=HashingTextEmbedder())
 
 
-@component
-class CountingTextEmbedder(HashingTextEmbedder):
-    """Counts the queries it embeds."""
-
-    calls = 0
-
-    @component.output_types(embedding=list[float])
-    def run(self, text: str):
-        CountingTextEmbedder.calls += 1
-        return HashingTextEmbedder.run(self, text=text)
-
-
 def test_a_query_embedding_made_in_the_pipeline_is_reused():
-    text_embedder = CountingTextEmbedder()
+    text_embedder = HashingTextEmbedder()
     pipeline = Pipeline()
     pipeline.add_component("text_embedder", text_embedder)
     pipeline.add_component("crag", CRAG(evaluator="embedding", text_embedder=text_embedder,
                                         document_embedder=HashingDocumentEmbedder()))
     pipeline.connect("text_embedder.embedding", "crag.query_embedding")
-    CountingTextEmbedder.calls = 0
     out = pipeline.run({"text_embedder": {"text": CORRECT_Q}, "crag": {"query": CORRECT_Q, "documents": documents()}})
-    assert CountingTextEmbedder.calls == 1 and out["crag"]["action"] == "correct"  # the pipeline's only
+    assert text_embedder.calls == 1 and out["crag"]["action"] == "correct"  # the pipeline's only
     alone = CRAG(evaluator="embedding", text_embedder=text_embedder, document_embedder=HashingDocumentEmbedder())
-    CountingTextEmbedder.calls = 0
+    text_embedder.calls = 0
     assert alone.run(query=CORRECT_Q, documents=documents())["scores"] == out["crag"]["scores"]
-    assert CountingTextEmbedder.calls == 1  # without one connected, the judge embeds the query once
+    assert text_embedder.calls == 1  # without one connected, the judge embeds the query once
 
 
 def haystack_version():

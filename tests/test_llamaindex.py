@@ -8,8 +8,6 @@ import pytest
 pytest.importorskip("llama_index.core")
 
 from llama_index.core import Document, Settings, VectorStoreIndex
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 
@@ -21,7 +19,7 @@ from crag_llamaindex import (
     CRAGWebSearchEvent,
     WebSearchRetriever,
 )
-from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+from crag_llamaindex.testing import HashingEmbedding, RuleLLM, recording_events
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
 from crag_shared.testing import keyword_reply
@@ -50,24 +48,10 @@ def web():
     return build_corrector().web_search  # ReplaySearch over the demo's recorded pages
 
 
-class Recorder(BaseEventHandler):
-    events: list = []
-
-    @classmethod
-    def class_name(cls):
-        return "Recorder"
-
-    def handle(self, event, **kwargs):
-        self.events.append(event)
-
-
 @pytest.fixture
 def events():
-    root = get_dispatcher()
-    handler = Recorder(events=[])
-    root.add_event_handler(handler)
-    yield handler.events
-    root.event_handlers.remove(handler)
+    with recording_events() as recorder:
+        yield recorder.events
 
 
 @pytest.mark.parametrize("question", QUESTIONS)

@@ -12,7 +12,7 @@ from llama_index.core.query_engine import CitationQueryEngine
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 
 from crag_llamaindex import CRAGPack, CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
-from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+from crag_llamaindex.testing import RuleLLM, offline_settings
 from crag_shared import CrossEncoderEvaluator, EvaluatorConfigurationError
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
 
@@ -21,10 +21,8 @@ CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 
 @pytest.fixture
 def settings():
-    previous = Settings._llm, Settings._embed_model
-    Settings.llm, Settings.embed_model = RuleLLM(), HashingEmbedding()
-    yield
-    Settings._llm, Settings._embed_model = previous
+    with offline_settings():
+        yield
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import pytest
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
 from llama_index.core.postprocessor import SimilarityPostprocessor
@@ -21,7 +20,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import Document, ImageNode, NodeWithScore, QueryBundle, TextNode
 
 from crag_llamaindex import CRAGPostprocessor
-from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+from crag_llamaindex.testing import HashingEmbedding, RuleLLM, offline_settings, recording_events
 from crag_shared import CRAGConfig, EmbeddingEvaluator, LexicalEvaluator
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
 
@@ -30,10 +29,8 @@ CORRECT_Q, AMBIGUOUS_Q, INCORRECT_Q = QUESTIONS
 
 @pytest.fixture
 def settings():
-    previous = Settings._llm, Settings._embed_model
-    Settings.llm, Settings.embed_model = RuleLLM(), HashingEmbedding()
-    yield
-    Settings._llm, Settings._embed_model = previous
+    with offline_settings():
+        yield
 
 
 def demo_nodes(scores=None):
@@ -215,25 +212,13 @@ async def test_the_embedding_judge_never_blocks_the_event_loop():
 
 
 # -- item 8: standard events and spans ---------------------------------------------------------------------
-class Recorder(BaseEventHandler):
-    events: list = []
-
-    @classmethod
-    def class_name(cls):
-        return "Recorder"
-
-    def handle(self, event, **kwargs):
-        self.events.append(event)
-
-
 @pytest.fixture
 def recorded():
     root = get_dispatcher()
-    recorder, spans = Recorder(events=[]), SimpleSpanHandler()
-    root.add_event_handler(recorder)
+    spans = SimpleSpanHandler()
     root.add_span_handler(spans)
-    yield recorder, spans
-    root.event_handlers.remove(recorder)
+    with recording_events() as recorder:
+        yield recorder, spans
     root.span_handlers.remove(spans)
 
 
@@ -305,10 +290,7 @@ async def test_query_engine_and_workflow_take_node_postprocessors_and_concurrenc
 def test_web_search_retriever_reports_a_search_not_a_judgment(caplog):
     from crag_llamaindex import WebSearchRetriever
 
-    root = get_dispatcher()
-    recorder = Recorder(events=[])
-    root.add_event_handler(recorder)
-    try:
+    with recording_events() as recorder:
         nodes = WebSearchRetriever(build_corrector().web_search, on_web_failure="keep").retrieve(INCORRECT_Q)
         assert nodes and all(n.node.metadata["crag_origin"] == "web" and n.node.metadata["url"] for n in nodes)
         names = [type(e).__name__ for e in recorder.events]
@@ -320,5 +302,3 @@ def test_web_search_retriever_reports_a_search_not_a_judgment(caplog):
         fallbacks = [e for e in recorder.events if type(e).__name__ == "CRAGFallbackEvent"]
         assert len(fallbacks) == 1 and "internal" not in fallbacks[0].applied
         assert any(r.name == "crag" and r.levelname == "WARNING" for r in caplog.records)
-    finally:
-        root.event_handlers.remove(recorder)
