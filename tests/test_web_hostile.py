@@ -365,6 +365,17 @@ def test_a_page_is_bounded_whatever_its_title_and_paragraphs():
     assert len(kept[0]["title"]) == MAX_TITLE_CHARS and len(kept[0]["snippet"]) == MAX_PARAGRAPH_CHARS
 
 
+def test_the_extractor_reads_a_bounded_number_of_elements_per_page():
+    from crag_shared.web.extract import MAX_PAGE_TAGS, extract_page, first_tags
+
+    assert first_tags("<a>x</a><b>y</b>", 2) == "<a>x</a>" and first_tags("plain text", 2) == "plain text"
+    early = "The river Wyre rises in the Forest of Bowland and reaches the sea at Fleetwood."
+    late = "This sentence stands after a hundred thousand empty elements and is never read."
+    html = f"<html><body><article><p>{early}</p>" + "<p>x</p>" * (MAX_PAGE_TAGS * 2) + f"<p>{late}</p></article>"
+    _, paragraphs = extract_page(html, min_chars=20)
+    assert any(early in p for p in paragraphs) and not any(late in p for p in paragraphs)
+
+
 def serper_answering(handler, timeout=3.0):
     import httpx
 
@@ -408,6 +419,47 @@ def test_a_slow_serper_answer_ends_by_the_timeout_sync_and_async():
     with pytest.raises(WebSearchError, match=r"within 0.5 s"):
         asyncio.run(search.asearch("anything"))
     assert time.monotonic() - started < 1.5
+
+
+def test_serpapi_headers_sent_a_byte_at_a_time_end_by_the_timeout_and_free_the_worker(crag_fake_web):
+    import time
+
+    web = crag_fake_web
+    web.add("feilden", "Henry Feilden", [TEXT])
+    web.search_fault = "trickle_headers"  # each read succeeds within requests' per-read timeout
+    search = _provider(web, "serpapi", timeout=1.0, max_concurrent_searches=1, fetch_pages=False)
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match=r"within 1 s \(gave up after 1\.\d s\)"):
+        search.search("anything")
+    assert time.monotonic() - started < 2
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match="timed out"):
+        asyncio.run(search.asearch("anything"))
+    assert time.monotonic() - started < 2
+    web.search_fault = None  # the one worker thread is free again, not still reading the trickle
+    assert [r.title for r in search.search("Henry Feilden").results] == ["Henry Feilden"]
+    for _ in range(40):
+        if web.trickling == 0:
+            break
+        time.sleep(0.1)
+    assert web.trickling == 0  # the connections were closed: the server stopped sending
+
+
+@pytest.mark.parametrize("provider", ["serpapi", "serper"])
+def test_hundreds_of_concurrent_searches_share_one_provider_within_their_timeout(provider):
+    from crag_shared.testing import FakeWeb
+
+    with FakeWeb(search_delay=0.5) as web:
+        web.add("feilden", "Henry Feilden", [TEXT])
+        search = _provider(web, provider, timeout=5.0, fetch_pages=False)
+
+        async def many() -> list:
+            return await asyncio.gather(*(search.asearch(f"q{i}") for i in range(300)), return_exceptions=True)
+
+        answers = asyncio.run(many())
+    failed = [a for a in answers if isinstance(a, BaseException)]
+    assert not failed, f"{len(failed)} of 300 failed, e.g. {failed[0]}"
+    assert all(a.results[0].title == "Henry Feilden" for a in answers)
 
 
 @pytest.mark.parametrize("charset", ["punycode", "idna", "unicode_escape"])

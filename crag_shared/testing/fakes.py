@@ -117,8 +117,8 @@ def keyword_reply(prompt: str) -> str | None:
     return "query: " + keyword_query(tail.rstrip()[: -len("query:")].strip())
 
 
-SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty", "trickle", "list", "redirect_loop",
-                 "bad_entries")
+SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty", "trickle", "trickle_headers",
+                 "list", "redirect_loop", "bad_entries")
 
 
 @dataclass
@@ -144,11 +144,16 @@ class FakePage:
                 ).encode()
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # hundreds of concurrent searches connect at once
+
+
 class FakeWeb:
     """A threaded HTTP server on 127.0.0.1 that emulates SerpAPI's `/search` JSON and serves pages.
 
     `search_fault` switches the search endpoint to one of SEARCH_FAULTS ("timeout" holds the answer back
-    until the server stops, "trickle" sends it a byte a second, "bad_entries" mixes malformed links in
+    until the server stops, "trickle" sends it a byte a second, "trickle_headers" sends the status line
+    and headers a byte every half second (a per-read timeout never fires), "bad_entries" mixes malformed links in
     with the good results); `results` maps a query to the
     page names to return (default: every page, in insertion order); `api_key` is the key it accepts.
     Use as a context manager; `url` is its base URL (give it to `SerpAPISearch(base_url=...)`).
@@ -164,6 +169,7 @@ class FakeWeb:
         self.requests: list[str] = []
         self.hosts: list[str] = []  # the Host header of each GET
         self.serper_bodies: list[dict[str, Any]] = []
+        self.trickling = 0  # answers being sent a byte at a time right now
         self._server: ThreadingHTTPServer | None = None
         self._stopping = threading.Event()
 
@@ -215,7 +221,7 @@ class FakeWeb:
                 return None
 
         self._stopping.clear()
-        self._server = ThreadingHTTPServer((self.host, 0), Handler)
+        self._server = _Server((self.host, 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -245,6 +251,8 @@ class FakeWeb:
         if fault == "timeout":
             self._stopping.wait(60)
             return None
+        if fault == "trickle_headers":
+            return self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Padding: slow\r\n" * 200, handler, 0.5)
         if fault == "redirect_loop":
             return self._send(handler, 302, b"", "text/html", {"Location": handler.path})
         if fault == "401" or key != self.api_key:
@@ -282,13 +290,20 @@ class FakeWeb:
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        with contextlib.suppress(OSError):
-            for byte in data:
-                if self._stopping.wait(1.0):
-                    break
-                handler.wfile.write(bytes([byte]))
-                handler.wfile.flush()
-        return None
+        return self._trickle(data, handler, 1.0)
+
+    def _trickle(self, data: bytes, handler: BaseHTTPRequestHandler, pause: float) -> None:
+        """Send `data` a byte per `pause` seconds, until it is sent, the client hangs up or the server stops."""
+        self.trickling += 1
+        try:
+            with contextlib.suppress(OSError):
+                for byte in data:
+                    if self._stopping.wait(pause):
+                        break
+                    handler.wfile.write(bytes([byte]))
+                    handler.wfile.flush()
+        finally:
+            self.trickling -= 1
 
     def _page(self, handler: BaseHTTPRequestHandler, name: str) -> None:
         page = self.pages.get(name)

@@ -6,20 +6,17 @@ import asyncio
 import codecs
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import certifi
 import httpx
 
+from ..aio import run_sync
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, EncodingError
 from .guard import AddressPolicy, Refused, literal_ip, pinned_transport
-
-T = TypeVar("T")
 
 DEFAULT_USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
                       "Chrome/126.0 Safari/537.36 crag/0.1")
@@ -43,19 +40,9 @@ class FetchedPage:
 
 
 @lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
+def ssl_context() -> ssl.SSLContext:
     """Building a verifying SSL context costs ~40 ms; every client shares one."""
     return ssl.create_default_context(cafile=certifi.where())
-
-
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code, also when an event loop is already running (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 class PageFetcher:
@@ -114,7 +101,7 @@ class PageFetcher:
             return []
         ends_at = time.monotonic() + self.deadline
         gate = asyncio.Semaphore(self.concurrency)
-        transport = self.transport or pinned_transport(self.policy, _ssl_context())
+        transport = self.transport or pinned_transport(self.policy, ssl_context())
         headers = {"User-Agent": self.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
         async with httpx.AsyncClient(headers=headers, transport=transport, timeout=self.timeout,
                                      follow_redirects=False, trust_env=False) as client:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from ..aio import in_thread
+from ..aio import in_thread, run_sync
 from ..types import WebIssue, WebResult, WebSearchResponse
 from .base import MAX_PARAGRAPH_CHARS, MAX_TITLE_CHARS, WebSearchError, check_search, one_line
 from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
-from .fetch import FetchedPage, PageFetcher, run_sync
+from .fetch import FetchedPage, PageFetcher
+
+T = TypeVar("T")
 
 
 def is_wikipedia(url: str) -> bool:
@@ -77,6 +81,8 @@ class FetchingSearch(ABC):
     - Extraction runs on a thread of this query's own, so one query's large pages never queue another
       query's; each page gives at most `max_paragraphs` paragraphs, and pages still being extracted at
       the fetcher's deadline are reported as late.
+    - Calls share what a provider builds once (its HTTP client, its worker threads): up to
+      `max_concurrent_searches` searches run at once, the rest wait their turn within their own timeout.
     """
 
     #: how errors name the engine
@@ -84,11 +90,12 @@ class FetchingSearch(ABC):
 
     def __init__(self, *, mode: Literal["wiki", "all"] = "wiki", wiki_prefix: bool = False,
                  fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
-                 fast_extraction: bool = True, max_paragraphs: int = 100, timeout: float = 10.0) -> None:
+                 fast_extraction: bool = True, max_paragraphs: int = 100, timeout: float = 10.0,
+                 max_concurrent_searches: int = 64) -> None:
         if mode not in ("wiki", "all"):
             raise ValueError(f"mode must be 'wiki' or 'all', got {mode!r}")
-        if max_paragraphs < 1 or not timeout > 0:
-            raise ValueError("max_paragraphs must be at least 1 and timeout positive")
+        if max_paragraphs < 1 or not timeout > 0 or max_concurrent_searches < 1:
+            raise ValueError("max_paragraphs and max_concurrent_searches must be at least 1 and timeout positive")
         self.mode = mode
         self.wiki_prefix = wiki_prefix
         self.fetch_pages = fetch_pages
@@ -97,14 +104,39 @@ class FetchingSearch(ABC):
         self.fast_extraction = fast_extraction
         self.max_paragraphs = max_paragraphs
         self.timeout = timeout
+        self.max_concurrent_searches = max_concurrent_searches
+        self._shared: dict[str, Any] = {}
+        self._shared_lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()  # clients, threads and locks stay with the process that made them
+        state["_shared"], state["_shared_lock"] = {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _shared_lock=threading.Lock())
+
+    def shared(self, name: str, build: Callable[[], T]) -> T:
+        """What this provider builds once and every call shares (an HTTP client, a worker pool); thread-safe."""
+        with self._shared_lock:
+            if name not in self._shared:
+                self._shared[name] = build()
+            return self._shared[name]
+
+    async def in_workers(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on this provider's worker threads (`max_concurrent_searches` of them), not the loop's
+        default executor: hundreds of concurrent searches would queue there behind a handful of threads."""
+        workers = self.shared("workers", lambda: ThreadPoolExecutor(self.max_concurrent_searches,
+                                                                    thread_name_prefix="crag-search"))
+        return await in_thread(fn, *args, executor=workers)
 
     @abstractmethod
     def organic_results(self, query: str) -> list[dict[str, Any]]:
         """One request to the engine; its organic results in engine order."""
 
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
-        """Async `organic_results`; by default the blocking call in a worker thread."""
-        return await in_thread(self.organic_results, query)
+        """Async `organic_results`; by default the blocking call on this provider's worker threads."""
+        return await self.in_workers(self.organic_results, query)
 
     def engine_query(self, query: str) -> str:
         """The query as sent to the engine (`Wikipedia, ` prefixed with `wiki_prefix`)."""

@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from .base import MAX_ANSWER_BYTES, WebSearchError
+from .deadline import Deadline, deadline_session
 from .fetch import PageFetcher
 from .keys import ApiKey, redact_client_logs
 from .search_engine import FetchingSearch
@@ -24,7 +25,9 @@ class SerpAPISearch(FetchingSearch):
       proxies and SerpAPI's own logs still see it).
     - `engine`, `num_results`, `hl`, `gl`, `location` and `params` pass through to SerpAPI;
       `base_url` points the client at another host (a proxy, or a test server).
-    - `timeout` bounds the whole search call, also against an endpoint that answers a byte at a time.
+    - `timeout` bounds the whole search call, also against an endpoint that answers a byte at a time (its
+      headers or its body): the connection is shut at the deadline, so no worker thread outlives it.
+    - One client (one connection pool) serves every call; calls run on the provider's own worker threads.
     - Wikipedia preference, page fetching and extraction: see `FetchingSearch`.
     Search failures (bad key, 429, 5xx, timeout, redirect loops, malformed answers, an `"error"` in a 200
     answer) raise `WebSearchError`; "no results" is an empty answer, not an error.
@@ -37,9 +40,10 @@ class SerpAPISearch(FetchingSearch):
                  gl: str | None = None, location: str | None = None, params: dict[str, Any] | None = None,
                  base_url: str | None = None, timeout: float = 10.0, fetch_pages: bool = True,
                  fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
-                 max_paragraphs: int = 100) -> None:
+                 max_paragraphs: int = 100, max_concurrent_searches: int = 64) -> None:
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
-                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout)
+                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout,
+                         max_concurrent_searches=max_concurrent_searches)
         self._api_key = ApiKey(api_key, "SERPAPI_API_KEY", "SerpAPISearch")
         self.engine = engine
         self.num_results = num_results
@@ -52,9 +56,16 @@ class SerpAPISearch(FetchingSearch):
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
         """The engine's organic results for `query` (title, link, snippet), or WebSearchError."""
+        return self._organic(query, time.monotonic() + self.timeout)
+
+    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
+        """Async `organic_results`, on this provider's worker threads; the timeout counts from the call."""
+        return await self.in_workers(self._organic, query, time.monotonic() + self.timeout)
+
+    def _organic(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         try:
             data = self._call({"engine": self.engine, "q": self.engine_query(query), "num": self.num_results,
-                               **self.params})
+                               **self.params}, ends_at)
         except WebSearchError:
             raise
         except Exception as error:  # whatever the client raised, the key never leaves in its text
@@ -70,16 +81,33 @@ class SerpAPISearch(FetchingSearch):
             raise WebSearchError(f"SerpAPI answered with malformed organic_results ({type(organic).__name__})")
         return organic
 
-    def _call(self, params: dict[str, Any]) -> Any:
-        client = _deadline_client()(api_key=self._api_key.reveal(), timeout=self.timeout,
-                                 ends_at=time.monotonic() + self.timeout)
+    def _call(self, params: dict[str, Any], ends_at: float) -> Any:
+        """One search through the shared client, ended at `ends_at` however the endpoint trickles."""
+        started = ends_at - self.timeout
+        if time.monotonic() >= ends_at:
+            raise WebSearchError(f"SerpAPI timed out: no free worker within {self.timeout:g} s")
+        client = self.shared("client", self._client)
+        with Deadline(ends_at - time.monotonic()) as deadline:
+            try:
+                answer = client.search(params)
+            except Exception:
+                if not deadline.expired:
+                    raise
+                answer = None
+            if deadline.expired:
+                raise WebSearchError(f"SerpAPI timed out: no complete answer within {self.timeout:g} s "
+                                     f"(gave up after {time.monotonic() - started:.1f} s)")
+        return answer.as_dict() if hasattr(answer, "as_dict") else answer
+
+    def _client(self) -> Any:
+        """The official client, shared by every call: its session keeps connections alive, and each call
+        reads its answer within its own deadline (see `deadline`)."""
+        client = _bounded_client()(api_key=self._api_key.reveal(), timeout=self.timeout)
+        client.session.close()
+        client.session = deadline_session(self.max_concurrent_searches)
         if self.base_url:
             client.BASE_DOMAIN = self.base_url.rstrip("/")
-        try:
-            answer = client.search(params)
-        finally:
-            client.session.close()
-        return answer.as_dict() if hasattr(answer, "as_dict") else answer
+        return client
 
 
 def _describe(error: Exception) -> str:
@@ -101,18 +129,12 @@ def _describe(error: Exception) -> str:
 
 
 @lru_cache(maxsize=1)
-def _deadline_client() -> type:
-    """serpapi's client, reading the answer in pieces so the whole call ends by `ends_at`.
-
-    requests' timeout applies per read, so an endpoint sending a byte a second would hold a thread
-    for as long as it liked; here the body is streamed and the connection closed at the deadline."""
+def _bounded_client() -> type:
+    """serpapi's client, reading the answer in pieces within `MAX_ANSWER_BYTES`, and handing requests the
+    bounded body through `Response.raw`."""
     import serpapi
 
-    class DeadlineClient(serpapi.Client):
-        def __init__(self, *, ends_at: float, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.ends_at = ends_at
-
+    class BoundedClient(serpapi.Client):
         def request(self, method: str, path: str, params: dict[str, Any], *, assert_200: bool = True,
                     **kwargs: Any) -> Any:
             response = super().request(method, path, params, assert_200=False, stream=True, **kwargs)
@@ -121,8 +143,6 @@ def _deadline_client() -> type:
             try:
                 while chunk := read(65536, decode_content=True):
                     body.extend(chunk)
-                    if time.monotonic() > self.ends_at:
-                        raise serpapi.TimeoutError(f"no complete answer within {self.timeout:g} s")
                     if len(body) > MAX_ANSWER_BYTES:
                         raise ValueError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
             finally:
@@ -132,4 +152,4 @@ def _deadline_client() -> type:
                 serpapi.http.raise_for_status(response)
             return response
 
-    return DeadlineClient
+    return BoundedClient

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from typing import Any, Literal
 
 import httpx
 
+from ..aio import close_with_loop, run_sync
 from .base import MAX_ANSWER_BYTES, WebSearchError
 from .decoding import BoundedDecoder, EncodingError
-from .fetch import PageFetcher, run_sync
+from .fetch import PageFetcher, ssl_context
 from .keys import ApiKey
 from .search_engine import FetchingSearch
 
@@ -22,7 +24,8 @@ class SerperSearch(FetchingSearch):
 
     Same Wikipedia preference, page fetching, deadline and failure contract as `SerpAPISearch`; an
     error that Serper reports inside a 200 answer is a `WebSearchError` carrying its text. `base_url`
-    points it at another host. `transport` is the httpx seam for tests.
+    points it at another host. `transport` is the httpx seam for tests. One HTTP client per event loop
+    serves every call on it, with up to `max_concurrent_searches` connections.
     """
 
     engine_name = "Serper"
@@ -31,9 +34,11 @@ class SerperSearch(FetchingSearch):
                  wiki_prefix: bool = False, gl: str | None = None, hl: str | None = None,
                  location: str | None = None, base_url: str = SERPER_URL, timeout: float = 10.0,
                  fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
-                 max_paragraphs: int = 100, transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 max_paragraphs: int = 100, max_concurrent_searches: int = 64,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         super().__init__(mode=mode, wiki_prefix=wiki_prefix, fetch_pages=fetch_pages, fetcher=fetcher,
-                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout)
+                         min_paragraph_chars=min_paragraph_chars, max_paragraphs=max_paragraphs, timeout=timeout,
+                         max_concurrent_searches=max_concurrent_searches)
         self._api_key = ApiKey(api_key, "SERPER_API_KEY", "SerperSearch")
         self.num_results = num_results
         self.params = {k: v for k, v in {"gl": gl, "hl": hl, "location": location}.items() if v}
@@ -47,8 +52,7 @@ class SerperSearch(FetchingSearch):
         """(HTTP status, body text) of one search, the body decoded within `MAX_ANSWER_BYTES`."""
         body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
         headers = {"X-API-KEY": self._api_key.reveal()}
-        async with httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False) as client, \
-                client.stream("POST", f"{self.base_url}/search", json=body, headers=headers) as response:
+        async with self._client().stream("POST", f"{self.base_url}/search", json=body, headers=headers) as response:
             decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
             data = bytearray()
             async for chunk in response.aiter_raw():
@@ -56,6 +60,20 @@ class SerperSearch(FetchingSearch):
                 if decoder.full:
                     raise WebSearchError(f"Serper's answer is larger than {MAX_ANSWER_BYTES} bytes")
             return response.status_code, data.decode(response.encoding or "utf-8", errors="replace")
+
+    def _client(self) -> httpx.AsyncClient:
+        """The HTTP client every call on the running loop shares (an httpx client belongs to one loop); one
+        made for a `search()` from sync code is closed with the loop that call ran on."""
+        clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient])
+        loop = asyncio.get_running_loop()
+        client = clients.get(loop)
+        if client is None or client.is_closed:
+            limits = httpx.Limits(max_connections=self.max_concurrent_searches,
+                                  max_keepalive_connections=self.max_concurrent_searches)
+            client = clients[loop] = httpx.AsyncClient(timeout=self.timeout, transport=self.transport,
+                                                       trust_env=False, verify=ssl_context(), limits=limits)
+            close_with_loop(client.aclose)
+        return client
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
         """Serper's organic results for `query` (title, link, snippet), or WebSearchError."""
