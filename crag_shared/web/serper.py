@@ -52,7 +52,8 @@ class SerperSearch(FetchingSearch):
         """(HTTP status, body text) of one search, the body decoded within `MAX_ANSWER_BYTES`."""
         body = {"q": self.engine_query(query), "num": self.num_results, **self.params}
         headers = {"X-API-KEY": self._api_key.reveal()}
-        async with self._client().stream("POST", f"{self.base_url}/search", json=body, headers=headers) as response:
+        client, gate = self._client()
+        async with gate, client.stream("POST", f"{self.base_url}/search", json=body, headers=headers) as response:
             decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
             data = bytearray()
             async for chunk in response.aiter_raw():
@@ -61,19 +62,22 @@ class SerperSearch(FetchingSearch):
                     raise WebSearchError(f"Serper's answer is larger than {MAX_ANSWER_BYTES} bytes")
             return response.status_code, data.decode(response.encoding or "utf-8", errors="replace")
 
-    def _client(self) -> httpx.AsyncClient:
-        """The HTTP client every call on the running loop shares (an httpx client belongs to one loop); one
-        made for a `search()` from sync code is closed with the loop that call ran on."""
-        clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient])
+    def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        """The HTTP client every call on the running loop shares (an httpx client belongs to one loop), and
+        the gate that lets `max_concurrent_searches` calls at a time into it: httpcore's pool scans its
+        whole queue on every release, so hundreds of calls queued there cost time growing with their
+        square. One made for a `search()` from sync code is closed with the loop that call ran on."""
+        clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                                   tuple[httpx.AsyncClient, asyncio.Semaphore]])
         loop = asyncio.get_running_loop()
-        client = clients.get(loop)
-        if client is None or client.is_closed:
+        if loop not in clients or clients[loop][0].is_closed:
             limits = httpx.Limits(max_connections=self.max_concurrent_searches,
                                   max_keepalive_connections=self.max_concurrent_searches)
-            client = clients[loop] = httpx.AsyncClient(timeout=self.timeout, transport=self.transport,
-                                                       trust_env=False, verify=ssl_context(), limits=limits)
+            client = httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False,
+                                       verify=ssl_context(), limits=limits)
+            clients[loop] = client, asyncio.Semaphore(self.max_concurrent_searches)
             close_with_loop(client.aclose)
-        return client
+        return clients[loop]
 
     def organic_results(self, query: str) -> list[dict[str, Any]]:
         """Serper's organic results for `query` (title, link, snippet), or WebSearchError."""
