@@ -7,6 +7,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
+#: The pattern sentence-splitter searches every word with, to find words ending in periods.
+_PERIOD_WORD = r'([\w\.\-]*)([\'\"\)\]\%\p{Final_Punctuation}]*)(\.+)$'
+
 
 class _CompiledRegex:
     """Stands in for the `regex` module inside sentence_splitter, with each pattern compiled once.
@@ -32,6 +35,8 @@ class _CompiledRegex:
         return compiled
 
     def search(self, pattern: str, string: str, flags: int = 0) -> Any:
+        if pattern == _PERIOD_WORD and not string.endswith((".", ".\n")):
+            return None  # it ends in `(\.+)$`: no word without a final period (before a last newline) matches
         compiled = self._patterns.get((pattern, flags))  # the per-word hot path: one dict lookup
         return (compiled or self._compiled(pattern, flags)).search(string)
 
@@ -74,7 +79,7 @@ def splitter_for(language: str) -> Any:
 #: Text longer than this is split in pieces of about this size, cut where a sentence ends (else at a space):
 #: sentence-splitter's time grows with the square of what it is given, so a 4 MB passage in one call takes
 #: minutes, in pieces it takes time in proportion to its length.
-SPLIT_PIECE_CHARS = 20_000
+SPLIT_PIECE_CHARS = 5_000
 _PIECE_END = re.compile(r"[.!?。！？]['\")\]]*\s+|\n\s*")
 
 

@@ -95,18 +95,13 @@ class QuestionWords:
         """One text's score in [-1, 1] against these question words."""
         if not self.total:
             return -1.0
-        found_at: dict[str, int] = {}
-        tokens = [fold(w) for w in words(text)]
-        for i, term in enumerate(tokens):
-            if term in self.weights and term not in found_at:
-                found_at[term] = i
-        if not found_at:
+        tokens = list(map(fold, words(text)))
+        found = self.weights.keys() & tokens  # set operations run in C: a 4 MB passage has 750,000 tokens
+        if not found:
             return -1.0
-        coverage = sum(self.weights[t] for t in found_at) / self.total
-        phrase = 1.0
-        if self.pairs:
-            present = {(a, b) for a, b in itertools.pairwise(tokens) if (a, b) in self.pairs}
-            phrase = len(present) / len(self.pairs)
-        focus = 1.0 / (1.0 + min(found_at.values()) / 5.0)
+        coverage = sum(weight for term, weight in self.weights.items() if term in found) / self.total
+        phrase = len(self.pairs.intersection(itertools.pairwise(tokens))) / len(self.pairs) if self.pairs else 1.0
+        first = next(i for i, term in enumerate(tokens) if term in found)
+        focus = 1.0 / (1.0 + first / 5.0)
         combined = 0.7 * coverage + 0.15 * phrase + 0.2 * focus
         return max(-1.0, min(1.0, 2.0 * combined / 1.05 - 1.0))
