@@ -128,3 +128,16 @@ def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
     figures = run(io.StringIO(), bench_dir, queries=6)
     assert figures["text_embedder_calls_per_query"] == 1.0
     assert figures["router_alone"]["p50_ms"] > 0 and figures["router_pipeline"]["p50_ms"] > 0
+
+
+@pytest.mark.slow
+def test_bounds_bench_measures_every_case_through_the_cli(capsys):
+    from crag_shared.tools.cli import main
+
+    assert main(["bench", "bounds", "--queries", "40", "--timeout", "1"]) == 0
+    out = capsys.readouterr().out
+    for case in ("3 MB of <p>x</p>", "gzip, gzip", "4 MB internal passage", "serpapi: search answer trickle_headers",
+                 "page that answers after 30 s"):
+        assert case in out
+    assert "serpapi  web results for 40/40" in out and "serper   web results for 40/40" in out
+

@@ -129,6 +129,13 @@ def _bench_abstain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_bounds(args: argparse.Namespace) -> int:
+    from .bench.bounds import run
+
+    run(sys.stdout, queries=args.queries, timeout=args.timeout)
+    return 0
+
+
 def _bench_haystack(args: argparse.Namespace) -> int:
     from .bench.haystack import run
 
@@ -246,7 +253,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "fit-combination": _fit_combination, "calibrate": _calibrate, "bench web": _bench_web,
     "bench throughput": _bench_throughput, "bench batch": _bench_batch, "bench recall": _bench_recall,
     "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy, "bench llamaindex": _bench_llamaindex,
-    "bench haystack": _bench_haystack,
+    "bench haystack": _bench_haystack, "bench bounds": _bench_bounds,
 }
 
 

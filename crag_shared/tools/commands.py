@@ -189,6 +189,11 @@ def _bench_command(commands: Any) -> None:
     abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
+    bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
+                                "deadlines, concurrent acorrect, a 4 MB passage")
+    bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
+    bounds.add_argument("--timeout", type=_number(float, minimum=0.5, maximum=60), default=3.0,
+                        help="the search timeout and fetch deadline the slow endpoints are measured against")
     _framework_benches(benches)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
