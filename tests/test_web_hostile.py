@@ -470,3 +470,20 @@ def test_a_declared_charset_that_is_no_character_set_is_ignored(crag_fake_web, c
     fetcher = PageFetcher(allow_private_addresses=LOOPBACK, retries=0, timeout=5, deadline=8)
     [fetched] = fetcher.fetch_all_sync([web.page_url("odd")])
     assert fetched.error is None and TEXT in fetched.text  # read as UTF-8, not through the codec
+
+
+@pytest.mark.parametrize("provider", ["serpapi", "serper"])
+def test_a_provider_that_has_served_calls_pickles_without_its_client_and_threads(crag_fake_web, provider,
+                                                                                  monkeypatch):
+    import pickle
+
+    web = crag_fake_web
+    web.add("feilden", "Henry Feilden", [TEXT])
+    monkeypatch.setenv("SERPAPI_API_KEY", web.api_key)
+    monkeypatch.setenv("SERPER_API_KEY", web.api_key)
+    fetcher = PageFetcher(allow_private_addresses=LOOPBACK, retries=0)
+    search = (SerpAPISearch(base_url=web.url, fetcher=fetcher) if provider == "serpapi"
+              else SerperSearch(base_url=f"{web.url}/serper", fetcher=fetcher))
+    assert search.search("Henry Feilden").results and asyncio.run(search.asearch("Henry Feilden")).results
+    copy = pickle.loads(pickle.dumps(search))
+    assert [r.title for r in copy.search("Henry Feilden").results] == ["Henry Feilden"]
