@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from ..aio import in_thread, run_sync
 from ..types import WebIssue, WebResult, WebSearchResponse
-from .base import MAX_PARAGRAPH_CHARS, MAX_TITLE_CHARS, WebSearchError, check_search, one_line
+from .base import MAX_PAGE_CHARS, MAX_PARAGRAPH_CHARS, MAX_TITLE_CHARS, WebSearchError, check_search, one_line
 from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
 from .fetch import FetchedPage, PageFetcher
 
@@ -37,7 +37,8 @@ def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
     """The engine's organic results with a usable http(s) link, as plain strings; and how many were not.
 
     One malformed entry (a link that is a list, a number, a dict, one with a line break) is skipped alone;
-    the rest are kept. Titles and snippets become one line each."""
+    the rest are kept. Titles and snippets become one line each; `content` (page text a provider returned)
+    is kept up to `MAX_PAGE_CHARS`."""
     kept, skipped = [], 0
     for entry in raw if isinstance(raw, list) else []:
         raw = entry.get("link") if isinstance(entry, dict) else None
@@ -45,8 +46,10 @@ def clean_results(raw: object) -> tuple[list[dict[str, str]], int]:
         if any(c.isspace() or ord(c) < 32 for c in link) or _scheme(link) not in ("http", "https"):
             skipped += 1  # a link with a line break or a control character in it is no URL
             continue
+        content = entry.get("content")
         kept.append({"link": link, "title": _text(entry.get("title"), MAX_TITLE_CHARS),
-                     "snippet": _text(entry.get("snippet"), MAX_PARAGRAPH_CHARS)})
+                     "snippet": _text(entry.get("snippet"), MAX_PARAGRAPH_CHARS),
+                     "content": content[:MAX_PAGE_CHARS] if isinstance(content, str) else ""})
     return kept, skipped
 
 
@@ -69,8 +72,8 @@ class FetchingSearch(ABC):
     """A search engine whose top results' pages are fetched and split into title-prefixed paragraphs.
 
     Subclasses implement `organic_results(query)` (blocking; it runs in a worker thread) or the async
-    `aorganic_results`, returning dicts with `title`, `link` and `snippet`, and raise `WebSearchError`
-    when the search as a whole fails.
+    `aorganic_results`, returning dicts with `title`, `link` and `snippet` (and `content`, when the engine
+    returns the page's text), and raise `WebSearchError` when the search as a whole fails.
     - The search call as a whole ends within `timeout` seconds, however slowly the engine answers.
     - `mode="wiki"` (default) puts Wikipedia results first, as the paper does; `wiki_prefix=True` also
       prefixes the query with "Wikipedia, " like the official code; `mode="all"` keeps engine order.
@@ -81,6 +84,8 @@ class FetchingSearch(ABC):
     - Extraction runs on a thread of this query's own, so one query's large pages never queue another
       query's; each page gives at most `max_paragraphs` paragraphs, and pages still being extracted at
       the fetcher's deadline are reported as late.
+    - With `use_provider_content=True` a result whose `content` has at least `min_content_chars`
+      characters is split into paragraphs as it is, and its page is not fetched.
     - Calls share what a provider builds once (its HTTP client, its worker threads): up to
       `max_concurrent_searches` searches run at once, the rest wait their turn within their own timeout.
     """
@@ -91,7 +96,8 @@ class FetchingSearch(ABC):
     def __init__(self, *, mode: Literal["wiki", "all"] = "wiki", wiki_prefix: bool = False,
                  fetch_pages: bool = True, fetcher: PageFetcher | None = None, min_paragraph_chars: int = 20,
                  fast_extraction: bool = True, max_paragraphs: int = 100, timeout: float = 10.0,
-                 max_concurrent_searches: int = 64) -> None:
+                 max_concurrent_searches: int = 64, use_provider_content: bool = True,
+                 min_content_chars: int = 200) -> None:
         if mode not in ("wiki", "all"):
             raise ValueError(f"mode must be 'wiki' or 'all', got {mode!r}")
         if max_paragraphs < 1 or not timeout > 0 or max_concurrent_searches < 1:
@@ -105,6 +111,8 @@ class FetchingSearch(ABC):
         self.max_paragraphs = max_paragraphs
         self.timeout = timeout
         self.max_concurrent_searches = max_concurrent_searches
+        self.use_provider_content = use_provider_content
+        self.min_content_chars = min_content_chars
         self._shared: dict[str, Any] = {}
         self._shared_lock = threading.Lock()
 
@@ -159,23 +167,32 @@ class FetchingSearch(ABC):
         issues: list[WebIssue] = []
         if skipped:
             issues.append(WebIssue("search", f"skipped {skipped} result(s) without a usable http(s) link"))
-        pages = await self._fetch([r["link"] for r in chosen], [r["title"] for r in chosen]) if self.fetch_pages else []
+        given = [self.use_provider_content and len(hit["content"]) >= self.min_content_chars for hit in chosen]
+        wanted = [hit for hit, has in zip(chosen, given) if not has] if self.fetch_pages else []
+        fetched = iter(await self._fetch([r["link"] for r in wanted], [r["title"] for r in wanted]) if wanted else [])
         results = []
-        for position, hit in enumerate(chosen, 1):
+        for position, (hit, has) in enumerate(zip(chosen, given), 1):
             title = hit["title"]
             paragraphs: tuple[str, ...] = ()
-            if pages:
-                page = pages[position - 1]
-                if page.error:
-                    issues.append(WebIssue("fetch", page.error, hit["link"]))
-                else:
-                    if page.truncated:
-                        issues.append(WebIssue("fetch", f"page cut at {self.fetcher.max_bytes} bytes", hit["link"]))
-                    if not page.paragraphs:
-                        issues.append(WebIssue("extract", "no paragraph text found", hit["link"]))
-                    title, paragraphs = page.title or title, page.paragraphs
+            if has:
+                paragraphs = text_paragraphs(hit["content"], title=title,
+                                             min_chars=self.min_paragraph_chars)[1][: self.max_paragraphs]
+            elif self.fetch_pages:
+                title, paragraphs = self._page_paragraphs(next(fetched), hit, issues)
             results.append(WebResult(title, hit["link"], hit["snippet"], paragraphs, position))
         return WebSearchResponse(results, issues, query)
+
+    def _page_paragraphs(self, page: FetchedPage, hit: dict[str, str], issues: list[WebIssue]
+                         ) -> tuple[str, tuple[str, ...]]:
+        """A fetched page's title and paragraphs; what went wrong with it goes to `issues`."""
+        if page.error:
+            issues.append(WebIssue("fetch", page.error, hit["link"]))
+            return hit["title"], ()
+        if page.truncated:
+            issues.append(WebIssue("fetch", f"page cut at {self.fetcher.max_bytes} bytes", hit["link"]))
+        if not page.paragraphs:
+            issues.append(WebIssue("extract", "no paragraph text found", hit["link"]))
+        return page.title or hit["title"], page.paragraphs
 
     async def _fetch(self, urls: list[str], titles: list[str]) -> list[FetchedPage]:
         """Fetch the pages and extract each as it arrives, on an extraction thread of this call's own."""
