@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..evaluators.hf import require_torch
 from ..text import content_terms
+from .engines import ANSWER_FAULTS, BAD_ENTRIES, ROUTES, failure, request_key, results
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>"]
 
@@ -117,8 +118,7 @@ def keyword_reply(prompt: str) -> str | None:
     return "query: " + keyword_query(tail.rstrip()[: -len("query:")].strip())
 
 
-SEARCH_FAULTS = ("401", "429", "500", "timeout", "malformed", "error200", "empty", "trickle", "trickle_headers",
-                 "list", "redirect_loop", "bad_entries")
+SEARCH_FAULTS = ("timeout", "trickle", "trickle_headers", "redirect_loop", *ANSWER_FAULTS)
 
 
 @dataclass
@@ -149,7 +149,11 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeWeb:
-    """A threaded HTTP server on 127.0.0.1 that emulates SerpAPI's `/search` JSON and serves pages.
+    """A threaded HTTP server on 127.0.0.1 that emulates search APIs and serves pages.
+
+    The search APIs, each in its provider's answer shape (see `engines`): SerpAPI at `/search`, Serper at
+    `/serper/search`, SearXNG at `/searxng/search`, Brave at `/brave/web/search`, Tavily at
+    `/tavily/search`, Exa at `/exa/search`; point a provider's `base_url` at `url` plus that prefix.
 
     `search_fault` switches the search endpoint to one of SEARCH_FAULTS ("timeout" holds the answer back
     until the server stops, "trickle" sends it a byte a second, "trickle_headers" sends the status line
@@ -199,25 +203,28 @@ class FakeWeb:
                 web.requests.append(self.path)
                 web.hosts.append(self.headers.get("Host", ""))
                 parts = urlsplit(self.path)
-                if parts.path == "/search":
+                if ("GET", parts.path) in ROUTES:
                     query = parse_qs(parts.query)
-                    web._search(self, (query.get("q") or [""])[0], (query.get("api_key") or [""])[0], "serpapi")
+                    web._search(self, ROUTES["GET", parts.path], (query.get("q") or [""])[0],
+                                request_key(ROUTES["GET", parts.path], query, self.headers), {})
                 elif parts.path.startswith("/page/"):
                     web._page(self, parts.path[len("/page/"):])
                 else:
                     self.send_error(404)
 
-            def do_POST(self) -> None:  # serper.dev: POST /serper/search, JSON body, X-API-KEY header
+            def do_POST(self) -> None:  # serper.dev, Tavily, Exa: a JSON body
                 web.requests.append(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
                     body = {}
-                web.serper_bodies.append(body)
-                if self.path != "/serper/search":
+                engine = ROUTES.get(("POST", self.path))
+                if engine is None or not isinstance(body, dict):
                     return self.send_error(404)
-                web._search(self, str(body.get("q", "")), self.headers.get("X-API-KEY", ""), "serper")
+                web.serper_bodies.append(body)
+                query = str(body.get("q") or body.get("query") or "")
+                web._search(self, engine, query, request_key(engine, {}, self.headers), body)
                 return None
 
         self._stopping.clear()
@@ -245,7 +252,8 @@ class FakeWeb:
         with contextlib.suppress(OSError):
             handler.wfile.write(body)
 
-    def _search(self, handler: BaseHTTPRequestHandler, q: str, key: str, flavour: str) -> None:
+    def _search(self, handler: BaseHTTPRequestHandler, engine: str, q: str, key: str | None,
+                request: dict[str, Any]) -> None:
         time.sleep(self.search_delay)
         fault = self.search_fault
         if fault == "timeout":
@@ -255,35 +263,19 @@ class FakeWeb:
             return self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Padding: slow\r\n" * 200, handler, 0.5)
         if fault == "redirect_loop":
             return self._send(handler, 302, b"", "text/html", {"Location": handler.path})
-        if fault == "401" or key != self.api_key:
-            return self._send(handler, 401, b'{"error": "Invalid API key."}', "application/json")
-        if fault == "429":
-            return self._send(handler, 429, b'{"error": "Your account has run out of searches."}', "application/json")
-        if fault == "500":
-            return self._send(handler, 500, b'{"error": "Internal error"}', "application/json")
-        if fault == "malformed":
-            return self._send(handler, 200, b'{"organic_results": [', "application/json")
-        if fault == "error200":
-            return self._send(handler, 200, b'{"error": "Unsupported `gl` parameter."}', "application/json")
-        if fault == "empty":
-            body = {"search_metadata": {"status": "Success"},
-                    "error": "Google hasn't returned any results for this query."}
-            return self._send(handler, 200, json.dumps(body).encode(), "application/json")
-        if fault == "list":
-            return self._send(handler, 200, b'[{"link": "http://example.org/"}]', "application/json")
+        failed = failure(engine, "401" if key is not None and key != self.api_key else fault)
+        if failed:
+            status, body, headers = failed
+            return self._send(handler, status, body, headers["Content-Type"],
+                              {k: v for k, v in headers.items() if k != "Content-Type"})
         names = self.results.get(q, list(self.pages))
-        organic: list[Any] = [{"position": i, "title": self.pages[n].title, "link": self.page_url(n),
-                               "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]}
-                              for i, n in enumerate(names, 1)]
+        hits = [{"title": self.pages[n].title, "link": self.page_url(n), "text": "\n\n".join(self.pages[n].paragraphs),
+                 "snippet": self.pages[n].snippet or " ".join(self.pages[n].paragraphs)[:150]} for n in names]
+        answer = results(engine, q, hits, request)
         if fault == "bad_entries":
-            organic = [{"title": "a list", "link": ["http://x/"]}, {"link": 7}, {"link": {"u": 1}}, "not a dict",
-                       {"title": "no link"}, {"link": "javascript:alert(1)"}, *organic]
-        if flavour == "serper":
-            body = {"searchParameters": {"q": q}, "organic": organic}
-        else:
-            body = {"search_metadata": {"status": "Success"}, "search_parameters": {"q": q},
-                    "organic_results": organic}
-        data = json.dumps(body).encode()
+            organic = "organic" if engine == "serper" else "organic_results"
+            answer[organic] = [*BAD_ENTRIES, *answer[organic]]
+        data = json.dumps(answer).encode()
         if fault != "trickle":
             return self._send(handler, 200, data, "application/json")
         handler.send_response(200)

@@ -10,14 +10,22 @@ the pool classes a `PoolManager` builds, a connection's `connect`/`getresponse`,
 from __future__ import annotations
 
 import contextlib
+import io
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import requests
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
+
+from .base import MAX_ANSWER_BYTES, WebSearchError
+from .decoding import BoundedDecoder, EncodingError
+
+T = TypeVar("T")
 
 _current = threading.local()
 
@@ -113,7 +121,30 @@ _POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 class DeadlineAdapter(requests.adapters.HTTPAdapter):
     """A requests transport whose connections honour the calling thread's `Deadline` (SOCKS proxies excepted:
-    their connections are the proxy library's own)."""
+    their connections are the proxy library's own), and whose answers are read within `MAX_ANSWER_BYTES`
+    once decoded, however many content-encoding layers they have."""
+
+    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
+             verify: Any = True, cert: Any = None, proxies: dict[str, str] | None = None) -> requests.Response:
+        """Send, then read the body bounded and hand requests the decoded bytes through `Response.raw`."""
+        response = super().send(request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+        if stream:
+            return response
+        decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
+        body = bytearray()
+        try:
+            while chunk := response.raw.read(65536, decode_content=False):
+                body.extend(decoder.feed(chunk))
+                if decoder.full:
+                    raise WebSearchError(f"an answer larger than {MAX_ANSWER_BYTES} bytes from "
+                                         f"{_host(request.url or '')}")
+        except EncodingError as error:
+            raise WebSearchError(f"an unreadable answer: {error}") from None
+        finally:
+            response.close()
+        response.raw = io.BytesIO(bytes(body))
+        response.headers.pop("content-encoding", None)
+        return response
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         """The pool manager, building watched connection pools."""
@@ -135,6 +166,28 @@ def deadline_session(pool_size: int) -> requests.Session:
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or "?"
+
+
+def call_by(ends_at: float, timeout: float, engine: str, call: Callable[[], T]) -> T:
+    """`call()` (a blocking client call through a `deadline_session`) ended by `ends_at`: its sockets are
+    shut then, and it is a `WebSearchError` saying when it gave up."""
+    started = ends_at - timeout
+    if time.monotonic() >= ends_at:
+        raise WebSearchError(f"{engine} timed out: no free worker within {timeout:g} s")
+    with Deadline(ends_at - time.monotonic()) as deadline:
+        try:
+            answer = call()
+        except Exception:
+            if not deadline.expired:
+                raise
+        if deadline.expired:
+            raise WebSearchError(f"{engine} timed out: no complete answer within {timeout:g} s "
+                                 f"(gave up after {time.monotonic() - started:.1f} s)")
+    return answer
 
 
 def current_deadline() -> Deadline | None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import time
-from functools import lru_cache
 from typing import Any, Literal
 
-from .base import MAX_ANSWER_BYTES, WebSearchError
-from .deadline import Deadline, deadline_session
+from .base import WebSearchError
+from .deadline import call_by, deadline_session
 from .fetch import PageFetcher
 from .keys import ApiKey, redact_client_logs
 from .search_engine import FetchingSearch
@@ -83,26 +81,16 @@ class SerpAPISearch(FetchingSearch):
 
     def _call(self, params: dict[str, Any], ends_at: float) -> Any:
         """One search through the shared client, ended at `ends_at` however the endpoint trickles."""
-        started = ends_at - self.timeout
-        if time.monotonic() >= ends_at:
-            raise WebSearchError(f"SerpAPI timed out: no free worker within {self.timeout:g} s")
         client = self.shared("client", self._client)
-        with Deadline(ends_at - time.monotonic()) as deadline:
-            try:
-                answer = client.search(params)
-            except Exception:
-                if not deadline.expired:
-                    raise
-                answer = None
-            if deadline.expired:
-                raise WebSearchError(f"SerpAPI timed out: no complete answer within {self.timeout:g} s "
-                                     f"(gave up after {time.monotonic() - started:.1f} s)")
+        answer = call_by(ends_at, self.timeout, self.engine_name, lambda: client.search(params))
         return answer.as_dict() if hasattr(answer, "as_dict") else answer
 
     def _client(self) -> Any:
-        """The official client, shared by every call: its session keeps connections alive, and each call
-        reads its answer within its own deadline (see `deadline`)."""
-        client = _bounded_client()(api_key=self._api_key.reveal(), timeout=self.timeout)
+        """The official client, shared by every call: its session keeps connections alive, reads each answer
+        within `MAX_ANSWER_BYTES`, and ends each call by its own deadline (see `deadline`)."""
+        import serpapi
+
+        client = serpapi.Client(api_key=self._api_key.reveal(), timeout=self.timeout)
         client.session.close()
         client.session = deadline_session(self.max_concurrent_searches)
         if self.base_url:
@@ -126,30 +114,3 @@ def _describe(error: Exception) -> str:
     if isinstance(error, ValueError):  # requests' JSONDecodeError, or JSON that is not an object
         return f"SerpAPI answered with malformed JSON: {type(error).__name__}: {error}"
     return f"SerpAPI call failed: {type(error).__name__}: {error}"
-
-
-@lru_cache(maxsize=1)
-def _bounded_client() -> type:
-    """serpapi's client, reading the answer in pieces within `MAX_ANSWER_BYTES`, and handing requests the
-    bounded body through `Response.raw`."""
-    import serpapi
-
-    class BoundedClient(serpapi.Client):
-        def request(self, method: str, path: str, params: dict[str, Any], *, assert_200: bool = True,
-                    **kwargs: Any) -> Any:
-            response = super().request(method, path, params, assert_200=False, stream=True, **kwargs)
-            body = bytearray()
-            read = getattr(response.raw, "read1", None) or response.raw.read
-            try:
-                while chunk := read(65536, decode_content=True):
-                    body.extend(chunk)
-                    if len(body) > MAX_ANSWER_BYTES:
-                        raise ValueError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
-            finally:
-                response.close()
-            response.raw = io.BytesIO(bytes(body))  # read through requests' public stream, now bounded
-            if assert_200:
-                serpapi.http.raise_for_status(response)
-            return response
-
-    return BoundedClient
