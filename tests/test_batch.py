@@ -219,3 +219,24 @@ def test_a_second_crag_run_on_the_same_output_is_refused(tmp_path, capsys):
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running crag run holds it
         assert run_cli(data, out) == 2 and "another crag run is writing" in capsys.readouterr().err
     assert run_cli(data, out) == 0
+
+
+def test_crag_run_searches_through_a_searxng_spec_and_names_a_missing_key(tmp_path, capsys, crag_fake_web,
+                                                                           monkeypatch):
+    import json
+
+    from crag_shared.tools.cli import main
+
+    crag_fake_web.add("feilden", "Henry Feilden", ["Henry Feilden was born in 1818 at Blackburn, Lancashire."])
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    data.write_text('{"id": 1, "question": "Where was Henry Feilden born?", '
+                    '"ctxs": [{"text": "Bees live in colonies of thousands."}]}\n')
+    assert main(["run", "--data", str(data), "--out", str(out), "--web", f"searxng:{crag_fake_web.url}/searxng"]) == 0
+    record = json.loads(out.read_text().splitlines()[0])
+    assert "1818" in json.dumps(record)  # the result's snippet: its loopback page is refused by the guard
+    assert any(r.startswith("/searxng/search") for r in crag_fake_web.requests)
+    capsys.readouterr()
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    assert main(["run", "--data", str(data), "--out", str(tmp_path / "o2.jsonl"), "--web", "tavily"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "TAVILY_API_KEY" in error and len(error.splitlines()) == 1

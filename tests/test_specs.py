@@ -77,8 +77,23 @@ def test_web_specs_read_and_write_through_one_table(monkeypatch):
     monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="SERPAPI_API_KEY"):
         web_search_from_spec("serpapi")
-    with pytest.raises(ValueError, match="use none, replay:PATH, serpapi, serper"):
+    with pytest.raises(ValueError, match="use none, replay:PATH, serpapi, serper, searxng:URL, brave, tavily, exa"):
         web_search_from_spec("bing")
+
+
+@pytest.mark.parametrize("spec,env,cls", [("brave", "BRAVE_API_KEY", "BraveSearch"),
+                                          ("tavily", "TAVILY_API_KEY", "TavilySearch"),
+                                          ("exa", "EXA_API_KEY", "ExaSearch")])
+def test_web_specs_build_each_provider_with_its_key_from_the_environment(monkeypatch, spec, env, cls):
+    monkeypatch.delenv(env, raising=False)
+    with pytest.raises(ValueError, match=env):
+        web_search_from_spec(spec)
+    monkeypatch.setenv(env, "k-from-env-0123")
+    assert type(web_search_from_spec(spec)).__name__ == cls
+    searxng = web_search_from_spec("searxng:http://searx.internal:8888/")
+    assert type(searxng).__name__ == "SearXNGSearch" and searxng.base_url == "http://searx.internal:8888"
+    with pytest.raises(ValueError, match="needs a target: searxng:URL"):
+        web_search_from_spec("searxng")
 
 
 def test_the_docs_list_exactly_the_tables_grammar():
