@@ -173,3 +173,35 @@ def crag_component_pipeline(retriever: Any, generator: Any, **crag_settings: Any
     pipeline.connect("prompt_builder.prompt", "generator.messages")
     pipeline.connect("crag.abstention", "no_answer.abstention")
     return pipeline
+
+
+@component
+class SearXNGDocumentsWebSearch:
+    """A web-search component with the ecosystem's contract (`query` in; `documents` with title/link meta and
+    the snippet as content, and `links`, out), over a SearXNG instance's JSON: the shape tavily-haystack,
+    brave-haystack or serperdev-haystack give, pointed at a loopback server in tests and benchmarks."""
+
+    def __init__(self, base_url: str, top_k: int = 10) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.top_k = top_k
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(self, base_url=self.base_url, top_k=self.top_k)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SearXNGDocumentsWebSearch":
+        """Rebuild the component."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document], links=list[str])
+    def run(self, query: str) -> dict[str, Any]:
+        """Search; the results as documents and links."""
+        import httpx
+
+        answer = httpx.get(f"{self.base_url}/search", params={"q": query, "format": "json"}, timeout=10)
+        answer.raise_for_status()
+        hits = answer.json()["results"][: self.top_k]
+        documents = [Document(content=h.get("content") or "", meta={"title": h.get("title"), "link": h["url"]})
+                     for h in hits]
+        return {"documents": documents, "links": [h["url"] for h in hits]}

@@ -1,4 +1,5 @@
 """Haystack components of crag, one per file."""
+from .component_web_search import ComponentWebSearch
 from .corrective_retriever import CorrectiveRetriever, knowledge_text
 from .crag import CRAG
 from .knowledge_gate import KnowledgeGate
@@ -10,6 +11,7 @@ from .web_search import ReplayWebSearch, SerpAPIWebSearch
 
 __all__ = [
            "CRAG",
+           "ComponentWebSearch",
            "CorrectiveRetriever",
            "KnowledgeGate",
            "KnowledgeRefiner",

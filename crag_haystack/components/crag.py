@@ -15,6 +15,7 @@ from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, observed
 from ..report import CRAGReport
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
+from .component_web_search import ComponentWebSearch
 from .web_search import _WebSearchComponent
 
 OUTPUTS = {"documents": list[Document], "abstention": str, "action": str, "scores": list[float], "crag": CRAGReport}
@@ -55,8 +56,9 @@ class CRAG(Lifecycle):
                  fallback_evaluator: str | None = "lexical", max_strip_chars: int = 2_000,
                  text_embedder: Any | None = None, document_embedder: Any | None = None) -> None:
         """
-        :param web_search: a web-search component of this package (`SerpAPIWebSearch`, `ReplayWebSearch`)
-            or any crag_shared provider (`SerpAPISearch`, `ReplaySearch`, ...); searched only for
+        :param web_search: a web-search component of this package (`SerpAPIWebSearch`, `ReplayWebSearch`,
+            `ComponentWebSearch`), your own Haystack web-search component (anything with `documents`/`links`
+            outputs: wrapped in `ComponentWebSearch`), or any crag_shared provider; searched only for
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
@@ -91,6 +93,9 @@ class CRAG(Lifecycle):
                                  web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
                                  web_refine_mode=web_refine_mode, max_keywords=max_keywords,
                                  fallback_evaluator=fallback_evaluator, max_strip_chars=max_strip_chars)
+        if web_search is not None and not isinstance(web_search, (_WebSearchComponent, WebSearch)) and callable(
+                getattr(web_search, "run", None)):
+            web_search = ComponentWebSearch(web_search)  # the application's own web-search component
         if web_search is not None and not isinstance(web_search, (_WebSearchComponent, WebSearch)):
             raise TypeError("web_search must be a crag_haystack web-search component or a crag_shared provider, "
                             f"got {type(web_search).__name__}")
