@@ -7,11 +7,11 @@ with no allowlist setting and no prior import. Importing this package changes no
 
 from .components import (
     CRAG,
+    ComponentWebSearch,
     CorrectiveRetriever,
     KnowledgeGate,
     KnowledgeRefiner,
     NoAnswerReply,
-    ComponentWebSearch,
     ReplayWebSearch,
     RetrievalRouter,
     SearchQueryRewriter,
@@ -24,12 +24,12 @@ from .pipeline import build_crag_pipeline
 
 __all__ = [
     "CRAG",
+    "ComponentWebSearch",
     "CorrectiveRetriever",
     "HaystackChatLLM",
     "KnowledgeGate",
     "KnowledgeRefiner",
     "NoAnswerReply",
-    "ComponentWebSearch",
     "ReplayWebSearch",
     "RetrievalRouter",
     "SearchQueryRewriter",

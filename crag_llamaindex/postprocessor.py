@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +13,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
+from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from crag_shared.adapter import (
@@ -35,6 +36,7 @@ from .convert import knowledge_nodes, to_passage, unjudgeable
 from .embedding import embedding_evaluator
 from .instrumentation import aemit, dispatcher, emit, reranking
 from .llm import LlamaIndexLLM, configured_llm
+from .web_source import web_source
 
 
 class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
@@ -59,7 +61,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     (`pp.config = dataclasses.replace(pp.config, upper=0.9)`) or `model_copy(update={"config": ...})` and
     the next query uses it; the config itself is read-only. `llm` (else the `Settings.llm` you set)
     rewrites queries for web search and serves `evaluator="llm"`; without any LLM the rewrite is offline
-    keyword extraction. Web search happens only if you pass `web_search`. Secrets live in the web
+    keyword extraction. Web search happens only if you pass `web_search`: a crag provider, a retriever or a
+    search function (see `web_source`). Secrets live in the web
     provider, which is never serialized.
     """
 
@@ -77,7 +80,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     _built: tuple[CRAGConfig, Corrector] | None = PrivateAttr(default=None)
 
     def __init__(self, *, llm: Any | None = None, evaluator: RetrievalEvaluator | str | None = None,
-                 web_search: WebSearch | None = None, config: CRAGConfig | Mapping[str, Any] | None = None,
+                 web_search: WebSearch | BaseRetriever | Callable[[str], Any] | None = None,
+                 config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
         settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
         own = {name: settings.pop(name) for name in ("return_strips", "top_n", "keep_retrieval_score",
@@ -99,8 +103,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         if evaluator_kind(config.evaluator) == "llm" and llm is None and configured_llm() is None:
             raise ValueError(f"evaluator={config.evaluator!r} judges with an LLM, and none is configured: pass "
                              "llm=... or set Settings.llm first")
-        if web_search is not None and not isinstance(web_search, WebSearch):
-            raise TypeError(f"web_search must be a crag WebSearch provider, got {type(web_search).__name__}")
+        web_search = web_source(web_search) if web_search is not None else None
         super().__init__(config=config, callback_manager=callback_manager or CallbackManager(), **own)
         self._llm = LlamaIndexLLM(llm)
         self._web_search = web_search

@@ -65,7 +65,7 @@ def test_a_component_without_query_or_outputs_is_named():
     with pytest.raises(TypeError, match="NoQuery"):
         ComponentWebSearch(NoQuery())
     search = ComponentWebSearch(NoOutputs())
-    with pytest.raises(TypeError, match="NoOutputs.run returned no `documents` or `links`"):
+    with pytest.raises(TypeError, match=r"NoOutputs\.run returned no `documents` or `links`"):
         search.provider.search(QUERY)
 
 
