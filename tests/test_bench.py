@@ -141,3 +141,16 @@ def test_bounds_bench_measures_every_case_through_the_cli(capsys):
         assert case in out
     assert "serpapi  web results for 40/40" in out and "serper   web results for 40/40" in out
 
+
+
+def test_every_web_source_gives_the_replay_knowledge_of_popqa(bench_dir):
+    import io
+
+    from crag_shared.tools.bench.web_sources import run
+
+    figures = run(io.StringIO(), bench_dir, queries=20)
+    assert {"SearXNG", "Haystack web component (ComponentWebSearch)", "Brave"} <= figures.keys()
+    reference = figures["replay (reference)"]
+    for name, row in figures.items():
+        assert row["same_knowledge"] >= 0.9, (name, row)
+        assert row["recall"] == reference["recall"], (name, row)

@@ -129,6 +129,13 @@ def _bench_abstain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_web_sources(args: argparse.Namespace) -> int:
+    from .bench.web_sources import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
 def _bench_bounds(args: argparse.Namespace) -> int:
     from .bench.bounds import run
 
@@ -254,6 +261,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench throughput": _bench_throughput, "bench batch": _bench_batch, "bench recall": _bench_recall,
     "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy, "bench llamaindex": _bench_llamaindex,
     "bench haystack": _bench_haystack, "bench bounds": _bench_bounds,
+    "bench web-sources": _bench_web_sources,
 }
 
 

@@ -183,6 +183,10 @@ def _bench_command(commands: Any) -> None:
     recall.add_argument("--bench-dir")
     recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
     recall.add_argument("--queries", type=POSITIVE_INT, default=100)
+    sources = benches.add_parser("web-sources", help="the recorded PopQA web knowledge through every web source "
+                                 "on loopback, against the replay provider")
+    sources.add_argument("--bench-dir")
+    sources.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
                                  "adapter entry point, out of corpus and in corpus, default settings")
     abstain.add_argument("--bench-dir")

@@ -1,0 +1,112 @@
+"""`crag bench web-sources`: the same PopQA web knowledge through every web source, compared with replay.
+
+The web knowledge the CRAG authors recorded for each question is written as a replay file (the reference)
+and served on a loopback server that speaks each provider's API and serves one HTML page per recorded
+page. Each source runs the real provider (its client, the guarded fetcher and trafilatura, or the page
+text the provider returns) under the same corrector; counted per source: the questions whose knowledge
+strips are exactly the replay's, and answer recall. Every question searches: its retrieval is judged
+Incorrect, so the knowledge is the web's alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from ...corrector import Corrector
+from ...rewrite import keyword_query
+from ...testing import FakeWeb
+from ...types import Passage
+from ...web.base import WebSearch
+from ...web.fetch import PageFetcher
+from ...web.replay import ReplaySearch
+from .recall import has_answer_word, load
+
+LOOPBACK = ["127.0.0.1/32"]
+
+
+def replay_file(rows: list[dict[str, Any]], web: FakeWeb, path: Path) -> Path:
+    """The recorded pages as a replay file: each question's keyword query and its pages, at the URLs the
+    loopback web serves them at."""
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            results = [{"title": title, "url": web.page_url(f"q{row['idx']}-{j}"), "text": "\n\n".join(paragraphs)}
+                       for j, (title, paragraphs) in enumerate(row["pages"].items())]
+            out.write(json.dumps({"query": keyword_query(row["question"]), "results": results}) + "\n")
+    return path
+
+
+def sources(web: FakeWeb) -> dict[str, Callable[[], WebSearch]]:
+    """Each web source, pointed at the loopback web (those whose client is installed)."""
+    from ...web.brave import BraveSearch
+    from ...web.searxng import SearXNGSearch
+    from ...web.serpapi import SerpAPISearch
+    from ...web.serper import SerperSearch
+
+    def fetcher() -> PageFetcher:
+        return PageFetcher(allow_private_addresses=LOOPBACK)
+
+    made: dict[str, Callable[[], WebSearch]] = {
+        "SearXNG": lambda: SearXNGSearch(f"{web.url}/searxng", fetcher=fetcher()),
+        "SerpAPI": lambda: SerpAPISearch(api_key=web.api_key, base_url=web.url, fetcher=fetcher()),
+        "Serper": lambda: SerperSearch(api_key=web.api_key, base_url=f"{web.url}/serper", fetcher=fetcher()),
+        "Brave": lambda: BraveSearch(api_key=web.api_key, base_url=f"{web.url}/brave", fetcher=fetcher()),
+    }
+    if importlib.util.find_spec("tavily"):
+        from ...web.tavily import TavilySearch
+
+        made["Tavily (page text it returns)"] = lambda: TavilySearch(
+            api_key=web.api_key, base_url=f"{web.url}/tavily", fetcher=fetcher(), min_content_chars=1)
+    if importlib.util.find_spec("exa_py"):
+        from ...web.exa import ExaSearch
+
+        made["Exa (page text it returns)"] = lambda: ExaSearch(
+            api_key=web.api_key, base_url=f"{web.url}/exa", fetcher=fetcher(), min_content_chars=1)
+    if importlib.util.find_spec("crag_haystack"):
+        from crag_haystack import ComponentWebSearch
+        from crag_haystack.testing import SearXNGDocumentsWebSearch
+
+        def haystack() -> WebSearch:
+            wrapped = ComponentWebSearch(SearXNGDocumentsWebSearch(f"{web.url}/searxng"), mode="wiki",
+                                         allow_private_addresses=LOOPBACK)
+            return wrapped.provider
+
+        made["Haystack web component (ComponentWebSearch)"] = haystack
+    return made
+
+
+def knowledge(search: WebSearch, rows: list[dict[str, Any]]) -> list[list[str]]:
+    """Each question's web knowledge strips with `search` as the web source (lexical evaluator): its
+    retrieval is one off-topic passage, so every question is Incorrect and searches."""
+    corrector = Corrector(web_search=search)
+    off_topic = [Passage("The Great Barrier Reef is the largest coral reef system, off Queensland.", id="0")]
+    return [[s.text for s in corrector.correct(row["question"], off_topic).knowledge] for row in rows]
+
+
+def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, dict[str, float]]:
+    """Per source: questions with the replay's knowledge exactly, and answer recall; printed and returned."""
+    rows = load(bench, queries)
+    figures: dict[str, dict[str, float]] = {}
+    with FakeWeb() as web, tempfile.TemporaryDirectory() as folder:
+        for row in rows:
+            names = []
+            for j, (title, paragraphs) in enumerate(row["pages"].items()):
+                names.append(f"q{row['idx']}-{j}")
+                web.add(names[-1], title, paragraphs)
+            web.results[keyword_query(row["question"])] = names
+        reference = knowledge(ReplaySearch(replay_file(rows, web, Path(folder) / "replay.jsonl")), rows)
+        searched = sum(1 for row in rows if keyword_query(row["question"]) in web.results)
+        out.write(f"crag bench web-sources: {len(rows)} PopQA questions, the recorded web knowledge served on "
+                  f"loopback ({searched} with recorded pages); lexical evaluator\n")
+        for name, make in {"replay (reference)": lambda: ReplaySearch(Path(folder) / "replay.jsonl"),
+                           **sources(web)}.items():
+            got = knowledge(make(), rows)
+            same = sum(a == b for a, b in zip(got, reference))
+            recall = sum(has_answer_word("\n".join(k), r["answers"]) for k, r in zip(got, rows)) / len(rows)
+            figures[name] = {"same_knowledge": same / len(rows), "recall": recall}
+            out.write(f"  {name:<46} same knowledge as replay {same}/{len(rows)}   answer recall {recall:.2f}\n")
+    return figures
