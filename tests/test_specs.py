@@ -77,7 +77,8 @@ def test_web_specs_read_and_write_through_one_table(monkeypatch):
     monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="SERPAPI_API_KEY"):
         web_search_from_spec("serpapi")
-    with pytest.raises(ValueError, match="use none, replay:PATH, serpapi, serper, searxng:URL, brave, tavily, exa"):
+    with pytest.raises(ValueError, match="use none, replay:PATH, serpapi, serper, searxng:URL, brave, tavily, exa, "
+                                         "ddgs"):
         web_search_from_spec("bing")
 
 
@@ -94,6 +95,7 @@ def test_web_specs_build_each_provider_with_its_key_from_the_environment(monkeyp
     assert type(searxng).__name__ == "SearXNGSearch" and searxng.base_url == "http://searx.internal:8888"
     with pytest.raises(ValueError, match="needs a target: searxng:URL"):
         web_search_from_spec("searxng")
+    assert type(web_search_from_spec("ddgs")).__name__ == "DDGSSearch"  # no key
 
 
 def test_the_docs_list_exactly_the_tables_grammar():

@@ -163,3 +163,73 @@ def test_an_exa_answer_inflating_past_the_cap_is_cut_not_read():
     search = ExaSearch(api_key="k-0123456789", fetch_pages=False, transport=Bomb())
     with pytest.raises(WebSearchError, match="larger than"):
         search.search(QUERY)
+
+
+# -- DDGS: the public engines it scrapes stand in on loopback, behind the proxy ddgs is given ---------------
+def ddgs(fake, **kwargs):
+    from crag_shared.web.ddgs import DDGSSearch
+
+    kwargs.setdefault("fetcher", PageFetcher(allow_private_addresses=LOOPBACK, retries=0))
+    return DDGSSearch(backend="duckduckgo", proxy=fake.proxy, verify=False, **kwargs)
+
+
+@pytest.fixture
+def duckduckgo(web):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from ddgs_fake import FakeDuckDuckGo
+
+    results = [{"title": "Henry Feilden - Wikipedia", "href": web.page_url("feilden"),
+                "body": "Henry Feilden (1818-1875) was a Blackburn politician"}]
+    with FakeDuckDuckGo(results) as fake:
+        yield fake
+
+
+def test_ddgs_results_are_fetched_and_refined_like_any_provider(web, duckduckgo):
+    search = ddgs(duckduckgo)
+    for response in (search.search(QUERY), asyncio.run(search.asearch(QUERY))):
+        assert [r.url for r in response.results] == [web.page_url("feilden")]
+        assert any(TEXT in p for p in response.results[0].paragraphs)
+    assert duckduckgo.hosts[0].startswith("html.duckduckgo.com") and "Feilden" in duckduckgo.queries[0]
+    result = Corrector(web_search=search).correct(QUERY, ["The Great Barrier Reef lies off Queensland."])
+    assert any("1818" in strip.text for strip in result.external)
+
+
+def test_ddgs_without_results_is_an_empty_answer_and_a_slow_engine_times_out(web, duckduckgo):
+    import time
+
+    duckduckgo.results = []
+    assert ddgs(duckduckgo).search(QUERY).results == []
+    duckduckgo.results = [{"title": "t", "href": web.page_url("feilden"), "body": "Feilden"}]
+    duckduckgo.delay = 5
+    started = time.monotonic()
+    with pytest.raises(WebSearchError, match="timed out"):
+        ddgs(duckduckgo, timeout=1.0).search(QUERY)
+    assert time.monotonic() - started < 3
+
+
+def test_ddgs_errors_never_show_the_proxy_credentials():
+    from crag_shared.web.ddgs import DDGSSearch
+
+    with socket_closed() as port:
+        search = DDGSSearch(backend="duckduckgo", proxy=f"http://user:s3cret-pw@127.0.0.1:{port}", timeout=2.0)
+        with pytest.raises(WebSearchError) as caught:
+            search.search(QUERY)
+    assert "s3cret-pw" not in str(caught.value) and "s3cret-pw" not in repr(search)
+    assert "Connection refused" in str(caught.value)
+
+
+def socket_closed():
+    import contextlib
+    import socket
+
+    @contextlib.contextmanager
+    def closed():
+        probe = socket.create_server(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        yield port
+
+    return closed()

@@ -1,6 +1,6 @@
-"""Web search specs ("none", "replay:PATH", "serpapi", "serper", "searxng:URL", "brave", "tavily", "exa"): read
-and written by one table, as evaluator specs are. `crag run --web` and the Ray actors build their provider
-here; keys come from the environment where the provider is built."""
+"""Web search specs ("none", "replay:PATH", "serpapi", "serper", "searxng:URL", "brave", "tavily", "exa",
+"ddgs"): read and written by one table, as evaluator specs are. `crag run --web` and the Ray actors build
+their provider here; keys come from the environment where the provider is built."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ def _exa(target: str) -> WebSearch:
     return ExaSearch()
 
 
+def _ddgs(target: str) -> WebSearch:
+    from .ddgs import DDGSSearch
+
+    return DDGSSearch()
+
+
 def _none(target: str) -> None:
     return None
 
@@ -64,6 +70,7 @@ WEB_SPECS: SpecTable[Any] = SpecTable("web search", [
     Kind("brave", "none", _brave),
     Kind("tavily", "none", _tavily),
     Kind("exa", "none", _exa),
+    Kind("ddgs", "none", _ddgs),
 ])
 
 
