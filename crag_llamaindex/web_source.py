@@ -6,8 +6,7 @@ from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
 
-from crag_shared.adapter import WebSearch
-from crag_shared.web.function import FunctionSearch
+from crag_shared.adapter import FunctionSearch, WebSearch
 
 
 def web_source(source: Any, **options: Any) -> WebSearch:

@@ -42,7 +42,8 @@ from .web import InMemorySearch, ReplaySearch, WebPage, WebSearch, WebSearchErro
 
 __version__ = "0.1.0"
 
-_LAZY_WEB = ("PageFetcher", "SerpAPISearch", "SerperSearch")
+_LAZY_WEB = ("PageFetcher", "SerpAPISearch", "SerperSearch", "SearXNGSearch", "BraveSearch", "TavilySearch",
+             "ExaSearch", "DDGSSearch", "FunctionSearch")
 
 
 def __getattr__(name: str):
@@ -57,16 +58,20 @@ __all__ = [
     "LLM",
     "Action",
     "ActionPolicy",
+    "BraveSearch",
     "CRAGConfig",
     "CombinedEvaluator",
     "CorrectionResult",
     "Corrector",
     "CrossEncoderEvaluator",
+    "DDGSSearch",
     "EmbeddingEvaluator",
     "Evaluation",
     "EvaluatorConfigurationError",
+    "ExaSearch",
     "FailedCorrection",
     "FunctionLLM",
+    "FunctionSearch",
     "InMemorySearch",
     "Judgment",
     "LLMEvaluator",
@@ -80,11 +85,13 @@ __all__ = [
     "Refinement",
     "ReplaySearch",
     "RetrievalEvaluator",
+    "SearXNGSearch",
     "SerpAPISearch",
     "SerperSearch",
     "Strip",
     "StripRefiner",
     "T5Evaluator",
+    "TavilySearch",
     "Trace",
     "WebOutcome",
     "WebPage",

@@ -35,7 +35,7 @@ from .web.base import WebSearch
 from .web.outcome import read_search
 from .web.replay import ReplaySearch
 
-_LAZY_WEB = ("PageFetcher", "SerpAPISearch")
+_LAZY_WEB = ("FunctionSearch", "PageFetcher", "SerpAPISearch")
 
 
 def __getattr__(name: str) -> Any:

@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from haystack import Document, component, default_to_dict
 
-from crag_shared.adapter import PageFetcher, WebSearch
-from crag_shared.web.function import FunctionSearch
+from crag_shared.adapter import FunctionSearch, PageFetcher, WebSearch
 
 from ..integration import WEBSEARCH
 from ..llm import warm_up_all

@@ -151,11 +151,7 @@ def _fit_combination_command(commands: Any) -> None:
 def _bench_command(commands: Any) -> None:
     bench = commands.add_parser("bench", help="benchmarks (figures measured within one run)")
     benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
-    web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
-    web.add_argument("--pages", type=_number(int, minimum=1, maximum=50), default=5)
-    web.add_argument("--delay", type=_number(float, minimum=0, maximum=10), default=0.3,
-                     help="server delay per page, seconds (t)")
-    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
+    _web_benches(benches)
     throughput = benches.add_parser("throughput", help="evaluator pairs/s vs the official code's way; latency")
     throughput.add_argument("--bench-dir")
     throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
@@ -183,21 +179,12 @@ def _bench_command(commands: Any) -> None:
     recall.add_argument("--bench-dir")
     recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
     recall.add_argument("--queries", type=POSITIVE_INT, default=100)
-    sources = benches.add_parser("web-sources", help="the recorded PopQA web knowledge through every web source "
-                                 "on loopback, against the replay provider")
-    sources.add_argument("--bench-dir")
-    sources.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
                                  "adapter entry point, out of corpus and in corpus, default settings")
     abstain.add_argument("--bench-dir")
     abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
-    bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
-                                "deadlines, concurrent acorrect, a 4 MB passage")
-    bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
-    bounds.add_argument("--timeout", type=_number(float, minimum=0.5, maximum=60), default=3.0,
-                        help="the search timeout and fetch deadline the slow endpoints are measured against")
     _framework_benches(benches)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
@@ -211,6 +198,24 @@ def _bench_command(commands: Any) -> None:
     accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
     accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     _add_titles(accuracy)
+
+
+def _web_benches(benches: Any) -> None:
+    """`crag bench web`, `bounds` and `web-sources`: the web layer on loopback."""
+    web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
+    web.add_argument("--pages", type=_number(int, minimum=1, maximum=50), default=5)
+    web.add_argument("--delay", type=_number(float, minimum=0, maximum=10), default=0.3,
+                     help="server delay per page, seconds (t)")
+    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
+    sources = benches.add_parser("web-sources", help="the recorded PopQA web knowledge through every web source "
+                                 "on loopback, against the replay provider")
+    sources.add_argument("--bench-dir")
+    sources.add_argument("--queries", type=POSITIVE_INT, default=100)
+    bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
+                                "deadlines, concurrent acorrect, a 4 MB passage")
+    bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
+    bounds.add_argument("--timeout", type=_number(float, minimum=0.5, maximum=60), default=3.0,
+                        help="the search timeout and fetch deadline the slow endpoints are measured against")
 
 
 def _framework_benches(benches: Any) -> None:
