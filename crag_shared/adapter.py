@@ -34,6 +34,8 @@ from .types import (
 from .web.base import WebSearch
 from .web.outcome import read_search
 from .web.replay import ReplaySearch
+from .web.spec import PROVIDERS as WEB_PROVIDERS
+from .web.spec import web_search_from_spec
 
 _LAZY_WEB = ("FunctionSearch", "PageFetcher", "SerpAPISearch")
 
@@ -121,10 +123,11 @@ def saved_evaluator(evaluator: RetrievalEvaluator) -> tuple[str, dict[str, Any] 
 
 __all__ = [
     "NO_CONTEXT_INSTRUCTION", "NO_KNOWLEDGE_ANSWER", "NO_WEB_SEARCH", "PAPER_REWRITE_PROMPT", "TITLE_KEYS",
-    "URL_KEYS", "Action", "ActionPolicy", "CRAGConfig", "CorrectionResult", "Corrector", "EmbeddingEvaluator",
+    "URL_KEYS", "WEB_PROVIDERS", "Action", "ActionPolicy", "CRAGConfig", "CorrectionResult", "Corrector",
+    "EmbeddingEvaluator",
     "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
     "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
     "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "describe",
     "embedding_unit", "evaluator_kind", "keyword_query", "logging_to", "passage_from_record", "read_search",
-    "result_metadata", "saved_evaluator", "strip_metadata",
+    "result_metadata", "saved_evaluator", "strip_metadata", "web_search_from_spec",
 ]

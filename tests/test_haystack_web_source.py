@@ -76,3 +76,24 @@ def test_a_failing_component_takes_the_crag_fallback(web):
     out = crag.run(query=QUERY, documents=OFF_TOPIC)
     assert out["action"] == "incorrect" and "documents" not in out and out["abstention"]
     assert "web search failed" in str(out["crag"])
+
+
+def test_any_crag_provider_as_a_component_with_its_key_a_secret(web, monkeypatch):
+    from haystack.utils import Secret
+
+    from crag_haystack import ProviderWebSearch
+
+    monkeypatch.setenv("MY_BRAVE_KEY", web.api_key)
+    search = ProviderWebSearch("brave", api_key=Secret.from_env_var("MY_BRAVE_KEY"),
+                               options={"base_url": f"{web.url}/brave"}, allow_private_addresses=LOOPBACK)
+    pipeline = Pipeline()
+    pipeline.add_component("crag", CRAG(web_search=search))
+    saved = pipeline.dumps()
+    assert web.api_key not in saved and "MY_BRAVE_KEY" in saved
+    loaded = Pipeline.loads(saved)
+    out = loaded.run({"crag": {"query": QUERY, "documents": OFF_TOPIC}})["crag"]
+    assert any("1818" in d.content for d in out["documents"])
+    searxng = ProviderWebSearch(f"searxng:{web.url}/searxng", options={"language": "en"})
+    assert searxng.run(query="Henry Feilden")["links"] == [web.page_url("feilden")]
+    with pytest.raises(ValueError, match="must be one of serpapi, serper, searxng"):
+        ProviderWebSearch("bing")

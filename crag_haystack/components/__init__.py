@@ -7,7 +7,7 @@ from .knowledge_refiner import KnowledgeRefiner
 from .no_answer_reply import NoAnswerReply
 from .retrieval_router import RetrievalRouter
 from .search_query_rewriter import SearchQueryRewriter
-from .web_search import ReplayWebSearch, SerpAPIWebSearch
+from .web_search import ProviderWebSearch, ReplayWebSearch, SerpAPIWebSearch
 
 __all__ = [
            "CRAG",
@@ -16,6 +16,7 @@ __all__ = [
            "KnowledgeGate",
            "KnowledgeRefiner",
            "NoAnswerReply",
+           "ProviderWebSearch",
            "ReplayWebSearch",
            "RetrievalRouter",
            "SearchQueryRewriter",

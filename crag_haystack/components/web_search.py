@@ -6,6 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from crag_shared.adapter import (
+    WEB_PROVIDERS,
     PageFetcher,
     ReplaySearch,
     Rewrite,
@@ -13,6 +14,7 @@ from crag_shared.adapter import (
     WebSearch,
     WebSearchResponse,
     read_search,
+    web_search_from_spec,
 )
 
 from ..convert import passage_document
@@ -246,6 +248,72 @@ class ReplayWebSearch(_WebSearchComponent):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ReplayWebSearch":
         """Rebuild the component from `to_dict`'s output."""
+        return default_from_dict(cls, current_type(cls, data))
+
+
+@component
+class ProviderWebSearch(_WebSearchComponent):
+    """Any of crag's web-search providers, named as `crag run --web` names them ("searxng:URL", "brave",
+    "tavily", "exa", "ddgs", "serper", "serpapi"), with its key as a Haystack `Secret`, resolved in
+    `warm_up` and serialized as the variable's name only.
+
+    Usage:
+
+    ```python
+    search = ProviderWebSearch("tavily", api_key=Secret.from_env_var("TAVILY_API_KEY"))
+    search = ProviderWebSearch("searxng:http://searx.internal:8888", options={"language": "de"})
+    ```
+    """
+
+    __module__ = WEBSEARCH  # its canonical, allowlisted home (see crag_haystack.integration)
+
+    def __init__(self, provider: str, api_key: Secret | None = None, top_k: int = 5,
+                 options: dict[str, Any] | None = None, fetch_timeout: float = 5.0, fetch_deadline: float = 10.0,
+                 allow_private_addresses: bool | list[str] = False, raise_on_failure: bool = False) -> None:
+        """
+        :param provider: the provider's spec: searxng:URL, serpapi, serper, brave, tavily, exa or ddgs.
+        :param api_key: its key as a `Secret` (default: the provider's own environment variable).
+        :param top_k: result pages per search.
+        :param options: the provider's own settings (e.g. `{"time_range": "year"}` for SearXNG,
+            `{"search_depth": "advanced"}` for Tavily, `timeout`, `mode`).
+        :param fetch_timeout: seconds per page request.
+        :param fetch_deadline: seconds for all pages together.
+        :param allow_private_addresses: lift the SSRF guard for pages (True, or networks).
+        :param raise_on_failure: raise when the search fails, instead of the CRAG fallback.
+        """
+        kind = str(provider).split(":", 1)[0]
+        if kind not in WEB_PROVIDERS:
+            raise ValueError(f"ProviderWebSearch provider must be one of {', '.join(WEB_PROVIDERS)} (searxng "
+                             f"with :URL), got {provider!r}")
+        self.provider_spec = provider
+        self.api_key = api_key
+        self.top_k = top_k
+        self.options = dict(options or {})
+        self.fetch_timeout = fetch_timeout
+        self.fetch_deadline = fetch_deadline
+        self.allow_private_addresses = allow_private_addresses
+        self.raise_on_failure = raise_on_failure
+
+    def _build(self) -> WebSearch:
+        fetcher = PageFetcher(timeout=self.fetch_timeout, deadline=self.fetch_deadline,
+                              allow_private_addresses=self.allow_private_addresses)
+        key = self.api_key.resolve_value() if self.api_key is not None else None
+        search = web_search_from_spec(self.provider_spec, api_key=key, fetcher=fetcher, **self.options)
+        assert search is not None
+        return search
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component (Haystack's `to_dict` contract; the key as its env var's name only)."""
+        return default_to_dict(
+            self, provider=self.provider_spec, api_key=self.api_key.to_dict() if self.api_key else None,
+            top_k=self.top_k, options=self.options, fetch_timeout=self.fetch_timeout,
+            fetch_deadline=self.fetch_deadline, allow_private_addresses=self.allow_private_addresses,
+            raise_on_failure=self.raise_on_failure)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProviderWebSearch":
+        """Rebuild the component from `to_dict`'s output."""
+        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, current_type(cls, data))
 
 

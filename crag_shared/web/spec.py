@@ -1,60 +1,39 @@
 """Web search specs ("none", "replay:PATH", "serpapi", "serper", "searxng:URL", "brave", "tavily", "exa",
-"ddgs"): read and written by one table, as evaluator specs are. `crag run --web` and the Ray actors build
-their provider here; keys come from the environment where the provider is built."""
+"ddgs"): read and written by one table, as evaluator specs are. `crag run --web`, the Ray actors and the
+Haystack `ProviderWebSearch` component build their provider here; a key comes from the argument, else
+from the environment where the provider is built."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from ..specs import Kind, SpecTable
 from .base import WebSearch
 from .replay import ReplaySearch
 
+#: each networked provider: (module, class, whether it takes a key)
+PROVIDERS = {"serpapi": (".serpapi", "SerpAPISearch", True), "serper": (".serper", "SerperSearch", True),
+             "searxng": (".searxng", "SearXNGSearch", True), "brave": (".brave", "BraveSearch", True),
+             "tavily": (".tavily", "TavilySearch", True), "exa": (".exa", "ExaSearch", True),
+             "ddgs": (".ddgs", "DDGSSearch", False)}
+
+
+def _provider(kind: str) -> Any:
+    """The builder of a networked provider; its module is imported when it builds (httpx, clients)."""
+    def build(target: str, *, api_key: str | None = None, **options: Any) -> WebSearch:
+        module, name, keyed = PROVIDERS[kind]
+        if api_key is not None and not keyed:
+            raise ValueError(f"{kind} takes no API key")
+        cls = getattr(import_module(module, __package__), name)
+        args = (target,) if target else ()
+        return cls(*args, **({"api_key": api_key} if api_key is not None else {}), **options)
+
+    return build
+
 
 def _replay(target: str) -> ReplaySearch:
     return ReplaySearch(target)
-
-
-def _serpapi(target: str) -> WebSearch:
-    from .serpapi import SerpAPISearch
-
-    return SerpAPISearch()
-
-
-def _serper(target: str) -> WebSearch:
-    from .serper import SerperSearch
-
-    return SerperSearch()
-
-
-def _searxng(target: str) -> WebSearch:
-    from .searxng import SearXNGSearch
-
-    return SearXNGSearch(target)
-
-
-def _brave(target: str) -> WebSearch:
-    from .brave import BraveSearch
-
-    return BraveSearch()
-
-
-def _tavily(target: str) -> WebSearch:
-    from .tavily import TavilySearch
-
-    return TavilySearch()
-
-
-def _exa(target: str) -> WebSearch:
-    from .exa import ExaSearch
-
-    return ExaSearch()
-
-
-def _ddgs(target: str) -> WebSearch:
-    from .ddgs import DDGSSearch
-
-    return DDGSSearch()
 
 
 def _none(target: str) -> None:
@@ -64,17 +43,22 @@ def _none(target: str) -> None:
 WEB_SPECS: SpecTable[Any] = SpecTable("web search", [
     Kind("none", "none", _none),
     Kind("replay", "required", _replay, ReplaySearch, lambda search: str(search.path)),
-    Kind("serpapi", "none", _serpapi),  # read only: a provider's own settings are more than its spec says
-    Kind("serper", "none", _serper),
-    Kind("searxng", "required", _searxng, placeholder="URL"),
-    Kind("brave", "none", _brave),
-    Kind("tavily", "none", _tavily),
-    Kind("exa", "none", _exa),
-    Kind("ddgs", "none", _ddgs),
+    # read only: a provider's own settings are more than its spec says
+    Kind("serpapi", "none", _provider("serpapi")),
+    Kind("serper", "none", _provider("serper")),
+    Kind("searxng", "required", _provider("searxng"), placeholder="URL"),
+    Kind("brave", "none", _provider("brave")),
+    Kind("tavily", "none", _provider("tavily")),
+    Kind("exa", "none", _provider("exa")),
+    Kind("ddgs", "none", _provider("ddgs")),
 ])
 
 
-def web_search_from_spec(spec: str) -> WebSearch | None:
-    """The provider a spec names (None for "none"); a key missing from the environment (ValueError) or a
-    provider's client that is not installed (ImportError) fails here."""
-    return WEB_SPECS.build(spec)
+def web_search_from_spec(spec: str, *, api_key: str | None = None, **options: Any) -> WebSearch | None:
+    """The provider a spec names (None for "none"), with `api_key` and the provider's own `options`; a key
+    missing from the environment (ValueError) or a provider's client that is not installed (ImportError)
+    fails here."""
+    kind, _ = WEB_SPECS.parse(spec)
+    if kind.name in ("none", "replay") and (api_key is not None or options):
+        raise ValueError(f"web search {kind.name!r} takes no key or options")
+    return WEB_SPECS.build(spec, **({"api_key": api_key, **options} if kind.name in PROVIDERS else {}))
