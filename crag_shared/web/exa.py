@@ -110,9 +110,8 @@ class ExaSearch(HttpxSearch):
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
         """Exa's results as (title, link, snippet, content), or WebSearchError."""
         exa = self._exa()
-        _, gate = self._client()
         try:
-            async with gate:
+            async with self.gate():
                 answer = await asyncio.wait_for(exa.search(self.engine_query(query), **self.params), self.timeout)
         except WebSearchError:
             raise

@@ -67,23 +67,28 @@ class HttpxSearch(FetchingSearch):
         """`text` without the key in any form."""
         return self._api_key.scrub(text) if self._api_key else text
 
-    def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                                                   tuple[httpx.AsyncClient, asyncio.Semaphore]])
+    def gate(self) -> asyncio.Semaphore:
+        """The running loop's gate: at most `max_concurrent_searches` calls at a time."""
+        gates = self.shared("gates", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore])
         loop = asyncio.get_running_loop()
-        if loop not in clients or clients[loop][0].is_closed:
+        if loop not in gates:
+            gates[loop] = asyncio.Semaphore(self.max_concurrent_searches)
+        return gates[loop]
+
+    def _client(self) -> httpx.AsyncClient:
+        clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient])
+        loop = asyncio.get_running_loop()
+        if loop not in clients or clients[loop].is_closed:
             limits = httpx.Limits(max_connections=self.max_concurrent_searches,
                                   max_keepalive_connections=self.max_concurrent_searches)
-            client = httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False,
-                                       verify=ssl_context(), limits=limits,
-                                       headers={"Accept-Encoding": ACCEPT_ENCODING})
-            clients[loop] = client, asyncio.Semaphore(self.max_concurrent_searches)
-            close_with_loop(client.aclose)
+            clients[loop] = httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False,
+                                              verify=ssl_context(), limits=limits,
+                                              headers={"Accept-Encoding": ACCEPT_ENCODING})
+            close_with_loop(clients[loop].aclose)
         return clients[loop]
 
     async def _read(self, method: str, url: str, **request: Any) -> Answer:
-        client, gate = self._client()
-        async with gate, client.stream(method, url, **request) as response:
+        async with self.gate(), self._client().stream(method, url, **request) as response:
             decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
             data = bytearray()
             async for chunk in response.aiter_raw():
