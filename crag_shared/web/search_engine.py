@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -157,11 +158,12 @@ class FetchingSearch(ABC):
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """Async `search`."""
         check_search(query, top_k)
+        started = time.monotonic()
         try:
             organic = await asyncio.wait_for(self.aorganic_results(query), self.timeout)
         except asyncio.TimeoutError:
-            raise WebSearchError(f"{self.engine_name} timed out: no complete answer within {self.timeout:g} s"
-                                 ) from None
+            raise WebSearchError(f"{self.engine_name} timed out: no complete answer within {self.timeout:g} s "
+                                 f"(gave up after {time.monotonic() - started:.1f} s)") from None
         usable, skipped = clean_results(organic)
         chosen = prefer_wikipedia(usable, self.mode)[:top_k]
         issues: list[WebIssue] = []
