@@ -233,3 +233,17 @@ def socket_closed():
         yield port
 
     return closed()
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize("fault", ["trickle", "trickle_headers"])
+def test_an_answer_sent_a_byte_at_a_time_ends_by_the_timeout_sync_and_async(web, name, fault):
+    import time
+
+    web.search_fault = fault
+    search = provider(web, name, timeout=1.0)
+    for call in (lambda: search.search(QUERY), lambda: asyncio.run(search.asearch(QUERY))):
+        started = time.monotonic()
+        with pytest.raises(WebSearchError, match="timed out"):
+            call()
+        assert time.monotonic() - started < 2.0
