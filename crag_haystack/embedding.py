@@ -80,7 +80,7 @@ def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedd
         return None
     if text_embedder is None:
         raise ValueError(f"evaluator={config.evaluator!r} needs text_embedder= (and ideally document_embedder=)")
-    return embedding_evaluator(text_embedder, document_embedder, unit=unit, **(config.evaluator_options or {}))
+    return embedding_evaluator(text_embedder, document_embedder, unit=unit, **config.evaluator_settings())
 
 
 def remember_query_embedding(evaluator: RetrievalEvaluator, query: str, embedding: list[float] | None) -> None:

@@ -141,7 +141,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         if self._evaluator is not None and self._evaluator_config == (config.evaluator, config.evaluator_options):
             return self._evaluator
         unit = embedding_unit(config.evaluator)
-        return embedding_evaluator(unit=unit, **(config.evaluator_options or {})) if unit else None
+        return embedding_evaluator(unit=unit, **config.evaluator_settings()) if unit else None
 
     def __getstate__(self) -> dict[str, Any]:
         # LlamaIndex drops an unpicklable private attribute with a warning (web search silently gone);

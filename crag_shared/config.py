@@ -14,6 +14,7 @@ from typing import Any, Literal
 from .corrector import Corrector
 from .evaluators import evaluator_from_spec, evaluator_kind, shared_evaluator
 from .evaluators.base import RetrievalEvaluator
+from .language import check_language
 from .llm import LLM
 from .policy import ActionPolicy
 from .refine import StripRefiner
@@ -35,7 +36,9 @@ class CRAGConfig:
     word boundaries). `on_web_failure`: what Incorrect does without web knowledge, "drop" (the paper:
     abstain) or "keep" (the internal passages' best strips, flagged). `max_keywords` bounds the search
     rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator fails at run
-    time. Every Corrector setting is here, under the name the Haystack components use too.
+    time. `language` (ISO 639-1, or "auto" to detect each question's) is what the lexical and embedding
+    evaluators, the strip refiners and the offline keyword rewrite analyze text as. Every Corrector setting
+    is here, under the name the Haystack components use too.
     """
 
     evaluator: str = "lexical"
@@ -53,6 +56,7 @@ class CRAGConfig:
     max_keywords: int = 3
     fallback_evaluator: str | None = "lexical"
     max_strip_chars: int = 2_000
+    language: str = "en"
 
     def __post_init__(self) -> None:
         """Every setting checked where it is given, naming it: a wrong type or value fails here, not deep
@@ -81,6 +85,10 @@ class CRAGConfig:
                     "'excerption', 'fixed_num' or 'selection'")
         _expect("on_web_failure", self.on_web_failure, self.on_web_failure in ("keep", "drop"), "'drop' or 'keep'")
         _expect("score_titles", self.score_titles, isinstance(self.score_titles, bool), "True or False")
+        try:
+            check_language(self.language)
+        except ValueError as error:
+            raise ValueError(f"CRAG setting {error}") from None
         object.__setattr__(self, "_sealed", True)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -111,12 +119,22 @@ class CRAGConfig:
         return ActionPolicy(default_upper if self.upper is None else self.upper,
                             default_lower if self.lower is None else self.lower)
 
+    def evaluator_settings(self, spec: str | None = None) -> dict[str, Any]:
+        """The options an evaluator spec (default: `evaluator`) is built with: `evaluator_options`, and the
+        `language` for the evaluators that analyze text (lexical, embedding) when it is not English."""
+        spec = spec or self.evaluator
+        options = dict(self.evaluator_options or {}) if spec == self.evaluator else {}
+        kind = evaluator_kind(spec)
+        if self.language != "en" and (kind == "lexical" or "embedding" in kind):
+            options.setdefault("language", self.language)
+        return options
+
     def make_evaluator(self, llm: LLM | None = None) -> RetrievalEvaluator:
         """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
         (`shared_evaluator`), so several components naming one model load it once."""
         if evaluator_kind(self.evaluator) == "llm":
-            return evaluator_from_spec(self.evaluator, llm=llm, **(self.evaluator_options or {}))
-        return shared_evaluator(self.evaluator, self.evaluator_options)
+            return evaluator_from_spec(self.evaluator, llm=llm, **self.evaluator_settings())
+        return shared_evaluator(self.evaluator, self.evaluator_settings() or None)
 
     def build(self, *, llm: LLM | None = None, web_search: WebSearch | None = None,
               evaluator: RetrievalEvaluator | None = None) -> Corrector:
@@ -126,19 +144,25 @@ class CRAGConfig:
             evaluator=evaluator,
             policy=self.policy(evaluator),
             refiner=self.refiner(),
-            rewriter=QueryRewriter(llm, max_keywords=self.max_keywords),
+            rewriter=QueryRewriter(llm, max_keywords=self.max_keywords, language=self.language),
             web_search=web_search,
             web_refiner=self.refiner(web=True),
             web_top_k=self.web_top_k,
             on_web_failure=self.on_web_failure,
-            fallback_evaluator=shared_evaluator(self.fallback_evaluator) if self.fallback_evaluator else None,
+            fallback_evaluator=self._fallback(),
             score_titles=self.score_titles,
         )
+
+    def _fallback(self) -> RetrievalEvaluator | None:
+        if not self.fallback_evaluator:
+            return None
+        return shared_evaluator(self.fallback_evaluator, self.evaluator_settings(self.fallback_evaluator) or None)
 
     def refiner(self, *, web: bool = False) -> StripRefiner:
         """The strip refiner for retrieved passages, or with `web=True` for web paragraphs."""
         return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
-                            threshold=self.strip_threshold, max_strip_chars=self.max_strip_chars)
+                            threshold=self.strip_threshold, max_strip_chars=self.max_strip_chars,
+                            language=self.language)
 
 
 def _plain(value: object) -> bool:

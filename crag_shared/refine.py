@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .sentences import sentence_spans, splitter_for
+from .language import check_language, resolve
+from .sentences import sentence_spans
 from .text import word_count
 from .types import Origin, Passage, Strip
 
 Mode = Literal["fixed_num", "excerption", "selection"]
 _TOKEN = re.compile(r"\S+")
 #: Where a sentence can end (sentence-splitter breaks only after such punctuation + space, or at a newline).
-_BOUNDARY = re.compile(r"[.!?…。！？][\'\"”’)\]]*\s|\n")
+_BOUNDARY = re.compile(r"[.!?…][\'\"”’)\]]*\s|[。！？][」』”’)\]）]*|\n")
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,7 @@ class StripRefiner:
         self.language = language
         self.max_chars = max_chars
         self.max_strip_chars = max_strip_chars
-        if mode == "excerption":
-            splitter_for(language)  # fail early on an unknown language code
+        check_language(language)  # fail early on an unknown language code
 
     def config(self) -> dict:
         """The refiner's settings as keyword arguments (to build a variant)."""
@@ -123,7 +123,7 @@ class StripRefiner:
     def _excerpts(self, text: str) -> list[tuple[int, int]]:
         if len(_BOUNDARY.findall(text)) <= 1:  # at most two sentences: one strip, no need to split
             return self._whole(text)
-        sentences = sentence_spans(self.language, text)
+        sentences = sentence_spans(resolve(self.language, text[:2000]), text)
         if len(sentences) <= 2:
             return self._whole(text)
         groups: list[list[tuple[int, int]]] = [[]]

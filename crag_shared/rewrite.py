@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .language import analyzer, check_language, resolve
 from .llm import LLM, NoLLMConfigured, check_llm
 from .text import STOPWORDS, fold
 
@@ -37,8 +38,18 @@ class Rewrite:
     note: str | None = None
 
 
-def keyword_query(question: str, max_keywords: int = 3) -> str:
-    """Offline rewrite: runs of content words, split where capitalisation changes (names vs the rest)."""
+def keyword_query(question: str, max_keywords: int = 3, language: str = "en") -> str:
+    """Offline rewrite in the question's language: runs of content words, split where capitalisation changes
+    (names vs the rest); Chinese and Japanese content pieces between stopwords. `language` "auto" detects it."""
+    language = resolve(language, question)
+    if language != "en":
+        found = analyzer(language).phrases(question)
+        if not found:
+            return question.strip()
+        if len(found) > max_keywords:  # the longest pieces (names first in cased scripts), in question order
+            ranked = sorted(range(len(found)), key=lambda i: (not found[i][:1].isupper(), -len(found[i])))
+            found = [found[i] for i in sorted(ranked[:max_keywords])]
+        return ", ".join(found)
     phrases: list[list[str]] = []
     previous_cap: bool | None = None
     for raw in _WORD.findall(question):
@@ -66,11 +77,11 @@ class QueryRewriter:
     With an `llm`, the paper's few-shot prompt (or your `template`, with a `{question}` slot) is used;
     without one, or when the LLM fails or answers nothing usable, an offline keyword extraction is used
     and the reason is returned for the trace. The original question is never replaced: it stays the
-    query for strip scoring and for generation.
+    query for strip scoring and for generation. The offline keywords keep the question's `language`.
     """
 
     def __init__(self, llm: LLM | None = None, *, template: str = PAPER_REWRITE_PROMPT,
-                 max_keywords: int = 3) -> None:
+                 max_keywords: int = 3, language: str = "en") -> None:
         if "{question}" not in template:
             raise ValueError("the rewrite template needs a {question} placeholder")
         if max_keywords < 1:
@@ -78,6 +89,7 @@ class QueryRewriter:
         self.llm = check_llm(llm) if llm is not None else None
         self.template = template
         self.max_keywords = max_keywords
+        self.language = check_language(language)
 
     def _parse(self, reply: str) -> str:
         for line in (reply or "").splitlines():
@@ -88,7 +100,7 @@ class QueryRewriter:
         return ""
 
     def _fallback(self, question: str, note: str | None) -> Rewrite:
-        return Rewrite(keyword_query(question, self.max_keywords), "keywords", note)
+        return Rewrite(keyword_query(question, self.max_keywords, self.language), "keywords", note)
 
     def rewrite(self, question: str) -> Rewrite:
         """The question as search keywords: the LLM's, else offline keywords (the reason noted)."""

@@ -72,7 +72,7 @@ def _private_sentence_splitter_module() -> Any:
 
 @lru_cache(maxsize=8)
 def splitter_for(language: str) -> Any:
-    """sentence-splitter's splitter for `language` (an unknown code raises here)."""
+    """sentence-splitter's splitter for `language` (one of `SPLITTER_LANGUAGES`)."""
     return _private_sentence_splitter_module().SentenceSplitter(language=language)
 
 
@@ -99,16 +99,37 @@ def _pieces(text: str) -> list[tuple[int, int]]:
     return pieces
 
 
+#: The languages sentence-splitter has rules for; other languages are split at sentence punctuation.
+SPLITTER_LANGUAGES = frozenset({"ca", "cs", "da", "de", "el", "en", "es", "fi", "fr", "hu", "is", "it", "lt", "lv",
+                                "nl", "no", "pl", "pt", "ro", "ru", "sk", "sl", "sv", "tr"})
+#: A sentence elsewhere: up to sentence punctuation (Chinese and Japanese full-width marks need no space
+#: after them) and the closing quotes or brackets that follow it, or up to a line break.
+_PUNCTUATED = re.compile(r"[^\n。！？!?.]*(?:[。！？]+|[!?.]+(?=\s|$))[」』”’\"')）\]]*|[^\n]+")
+
+
 @lru_cache(maxsize=8192)
 def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
-    """Character spans of the sentences of `text` (sentence-splitter's Moses rules), in time linear in its
+    """Character spans of the sentences of `text` (sentence-splitter's Moses rules where it knows the
+    language, else sentence punctuation, including the Chinese and Japanese marks), in time linear in its
     length (long texts go to the splitter in pieces, `SPLIT_PIECE_CHARS`).
 
     Cached: the same passages come back across queries."""
+    if language not in SPLITTER_LANGUAGES:
+        return tuple(_stripped(text, m.start(), m.end()) for m in _PUNCTUATED.finditer(text)
+                     if m.group().strip())
     spans: list[tuple[int, int]] = []
     for start, end in _pieces(text):
         spans += [(start + a, start + b) for a, b in _piece_spans(language, text[start:end])]
     return tuple(spans)
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    """(start, end) without the whitespace at either side."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 def _piece_spans(language: str, text: str) -> list[tuple[int, int]]:

@@ -58,9 +58,14 @@ def content_terms(text: str) -> list[str]:
     return [t for t in terms(text) if t not in STOPWORDS]
 
 
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 def word_count(text: str) -> int:
-    """The number of whitespace-separated words."""
-    return len(text.split())
+    """The number of whitespace-separated words; Chinese and Japanese, written without spaces, count a
+    word per two characters."""
+    count = len(text.split())
+    return count + len(_CJK_CHAR.findall(text)) // 2 if not text.isascii() else count
 
 
 def titled(text: str, title: str | None) -> str:

@@ -54,7 +54,8 @@ class CRAG(Lifecycle):
                  web_top_k: int = 5, on_web_failure: str = "drop", score_titles: bool = False,
                  web_refine_mode: str = "selection", max_keywords: int = 3,
                  fallback_evaluator: str | None = "lexical", max_strip_chars: int = 2_000,
-                 text_embedder: Any | None = None, document_embedder: Any | None = None) -> None:
+                 text_embedder: Any | None = None, document_embedder: Any | None = None,
+                 language: str = "en") -> None:
         """
         :param web_search: a web-search component of this package (`SerpAPIWebSearch`, `ReplayWebSearch`,
             `ComponentWebSearch`), your own Haystack web-search component (anything with `documents`/`links`
@@ -81,6 +82,8 @@ class CRAG(Lifecycle):
         :param max_keywords: at most this many search keywords.
         :param fallback_evaluator: the evaluator spec used when the evaluator fails at run time (None: raise).
         :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
+        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
+            (each question's language, detected).
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         """
@@ -92,7 +95,8 @@ class CRAG(Lifecycle):
                                  refine_mode=refine_mode, strip_top_k=strip_top_k, strip_threshold=strip_threshold,
                                  web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
                                  web_refine_mode=web_refine_mode, max_keywords=max_keywords,
-                                 fallback_evaluator=fallback_evaluator, max_strip_chars=max_strip_chars)
+                                 fallback_evaluator=fallback_evaluator, max_strip_chars=max_strip_chars,
+                                 language=language)
         if web_search is not None and not isinstance(web_search, (_WebSearchComponent, WebSearch)) and callable(
                 getattr(web_search, "run", None)):
             web_search = ComponentWebSearch(web_search)  # the application's own web-search component

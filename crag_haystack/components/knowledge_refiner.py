@@ -40,7 +40,7 @@ class KnowledgeRefiner(Lifecycle):
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,
                  text_embedder: Any | None = None, document_embedder: Any | None = None,
                  max_strip_chars: int = 2_000, evaluator_options: dict[str, Any] | None = None,
-                 device: ComponentDevice | None = None) -> None:
+                 device: ComponentDevice | None = None, language: str = "en") -> None:
         """
         :param evaluator: a spec as in `RetrievalRouter`; components naming one model share it. Or a ready
             crag evaluator, saved as its spec and settings.
@@ -57,6 +57,8 @@ class KnowledgeRefiner(Lifecycle):
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
+        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
+            (each question's language, detected).
         """
         if origin not in ("internal", "web"):
             raise ValueError(f"origin must be 'internal' or 'web', got {origin!r}")
@@ -70,11 +72,12 @@ class KnowledgeRefiner(Lifecycle):
         self.origin = origin
         self.score_titles = score_titles
         self.max_strip_chars = max_strip_chars
+        self.language = language
         self.chat_generator = chat_generator
         config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             refine_mode=refine_mode, web_refine_mode=refine_mode,
                             strip_top_k=strip_top_k, strip_threshold=strip_threshold, score_titles=score_titles,
-                            max_strip_chars=max_strip_chars)
+                            max_strip_chars=max_strip_chars, language=language)
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         self._corrector = config.build(llm=as_llm(chat_generator),
@@ -90,6 +93,7 @@ class KnowledgeRefiner(Lifecycle):
                                refine_mode=self.refine_mode,
                                strip_top_k=self.strip_top_k, strip_threshold=self.strip_threshold, origin=self.origin,
                                score_titles=self.score_titles, max_strip_chars=self.max_strip_chars,
+                               language=self.language,
                                device=self.device.to_dict() if self.device else None,
                                **nested_to_dicts(self, MODEL_PARTS))
 

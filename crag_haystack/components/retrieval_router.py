@@ -56,7 +56,8 @@ class RetrievalRouter(Lifecycle):
                  lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop",
-                 evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None) -> None:
+                 evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
+                 language: str = "en") -> None:
         """
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
@@ -74,6 +75,8 @@ class RetrievalRouter(Lifecycle):
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
             to be kept if the web gives no knowledge).
+        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
+            (each question's language, detected).
         """
         self.on_web_failure = on_web_failure
         spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
@@ -84,12 +87,13 @@ class RetrievalRouter(Lifecycle):
         self.lower = lower
         self.thresholds_path = thresholds_path
         self.score_titles = score_titles
+        self.language = language
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
         config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             upper=upper, lower=lower, thresholds_path=thresholds_path,
-                            score_titles=score_titles, on_web_failure=on_web_failure)
+                            score_titles=score_titles, on_web_failure=on_web_failure, language=language)
         self._corrector = config.build(llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
@@ -102,7 +106,7 @@ class RetrievalRouter(Lifecycle):
         return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,
                                upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
-                               on_web_failure=self.on_web_failure,
+                               on_web_failure=self.on_web_failure, language=self.language,
                                device=self.device.to_dict() if self.device else None,
                                **nested_to_dicts(self, MODEL_PARTS))
 

@@ -32,16 +32,19 @@ class SearchQueryRewriter(Lifecycle):
     __module__ = QUERY  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, chat_generator: ChatGenerator | None = None, template: str = PAPER_REWRITE_PROMPT,
-                 max_keywords: int = 3) -> None:
+                 max_keywords: int = 3, language: str = "en") -> None:
         """
         :param chat_generator: a Haystack chat generator; without one, offline keyword extraction.
         :param template: the rewrite prompt, with a `{question}` slot.
         :param max_keywords: at most this many comma-separated keywords.
+        :param language: the question's language for the offline keywords (ISO 639-1, or "auto").
         """
         self.chat_generator = chat_generator
         self.template = template
         self.max_keywords = max_keywords
-        self._rewriter = QueryRewriter(as_llm(chat_generator), template=template, max_keywords=max_keywords)
+        self.language = language
+        self._rewriter = QueryRewriter(as_llm(chat_generator), template=template, max_keywords=max_keywords,
+                                       language=language)
 
     def warm_up(self) -> None:
         """Warm up the chat generator."""
@@ -50,7 +53,7 @@ class SearchQueryRewriter(Lifecycle):
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, **nested_to_dicts(self, ("chat_generator",)), template=self.template,
-                               max_keywords=self.max_keywords)
+                               max_keywords=self.max_keywords, language=self.language)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchQueryRewriter":

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from ..language import check_language, resolve
 from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
@@ -87,7 +88,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             raise ValueError(f"spread must be positive, got {self.spread}")
         self.model_name = None if model is None else str(model)
         self.unit = unit
-        self.language = language
+        self.language = check_language(language)
         self.max_length = max_length
         self.batch_size = batch_size
         self._device = device  # as asked; `device` becomes the one the model loads on
@@ -198,9 +199,10 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             return []
         if self.unit == "passage":
             return self._similarities(query, texts)
-        pieces = [[text[a:b] for a, b in sentence_spans(self.language, text)] or [text] for text in texts]
+        language = resolve(self.language, query)
+        pieces = [[text[a:b] for a, b in sentence_spans(language, text)] or [text] for text in texts]
         if self.unit == "matched":
-            question = QuestionWords(query)
+            question = QuestionWords(query, language)
             pieces = [sorted(group, key=question.score, reverse=True)[:MATCHED_SENTENCES] for group in pieces]
         distinct = list(dict.fromkeys(piece for group in pieces for piece in group))
         similarity = dict(zip(distinct, self._similarities(query, distinct)))

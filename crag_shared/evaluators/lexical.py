@@ -6,8 +6,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from ..language import analyzer, check_language, resolve
 from ..sentences import sentence_spans
-from ..text import STOPWORDS, fold, words
 from .base import Evaluation, RetrievalEvaluator
 
 
@@ -28,6 +28,10 @@ class LexicalEvaluator(RetrievalEvaluator):
     the question's words over unrelated sentences is the typical hard negative. The weight was chosen on
     qa_pairs train, never on PopQA (figures in docs: Benchmarks). `sentence_weight=0` is the text alone.
 
+    `language` (ISO 639-1, default "en"; "auto": the question's, detected) picks the tokens, stopwords
+    and stems (see `crag_shared.language`): Chinese and Japanese are matched by character bigrams, other
+    languages by stemmed words.
+
     Where it fails: it cannot see paraphrase or synonyms ("born" vs "birthplace"), negation, or whether
     the text actually states the answer rather than merely naming the subject; it rewards passages about
     a namesake as much as about the subject itself. Use a trained cross-encoder or T5 evaluator when
@@ -42,18 +46,18 @@ class LexicalEvaluator(RetrievalEvaluator):
             raise ValueError(f"sentence_weight must lie in [0, 1], got {sentence_weight}")
         self._thresholds = tuple(thresholds) if thresholds is not None else None
         self.sentence_weight = sentence_weight
-        self.language = language
+        self.language = check_language(language)
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Weighted coverage of the question's content words, whole text and best sentence averaged."""
-        question = QuestionWords(query)
+        question = QuestionWords(query, resolve(self.language, query))
         return Evaluation([self._score(question, text) for text in texts])
 
     def _score(self, question: QuestionWords, text: str) -> float:
         whole = question.score(text)
         if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
             return whole
-        spans = sentence_spans(self.language, text)  # cached: the refiner splits the same passages
+        spans = sentence_spans(question.language, text)  # cached: the refiner splits the same passages
         best = max((question.score(text[a:b]) for a, b in spans), default=whole) if len(spans) > 1 else whole
         return (1.0 - self.sentence_weight) * whole + self.sentence_weight * best
 
@@ -62,23 +66,24 @@ _NAME_HEAD = 1.8  # weight factor of the last word of a capitalised run ("Harris
 
 
 class QuestionWords:
-    """The query's weighted content words, analysed once so that scoring many texts against it is cheap.
+    """The query's weighted content words in `language` (a code, not "auto"), analysed once so that scoring
+    many texts against it is cheap.
     `score(text)` in [-1, 1] is LexicalEvaluator's measure for one text; the embedding evaluator's
     "matched" unit uses it to pick the sentences worth embedding."""
 
-    def __init__(self, query: str) -> None:
-        raw = words(query)
-        folded = [fold(w) for w in raw]
+    def __init__(self, query: str, language: str = "en") -> None:
+        self.language = language
+        self.analyzer = analyzer(language)
         self.weights: dict[str, float] = {}
         content: list[str | None] = []
         capital: list[bool] = []
-        for word, term in zip(raw, folded):
-            if term in STOPWORDS or not term:
+        for token in self.analyzer.tokens(query):
+            if token.stop or not token.term:
                 content.append(None)
                 capital.append(False)
                 continue
-            capital.append(word[:1].isupper())
-            content.append(term)
+            capital.append(token.surface[:1].isupper())
+            content.append(token.term)
         for i, kept in enumerate(content):
             if kept is None:
                 continue
@@ -95,7 +100,7 @@ class QuestionWords:
         """One text's score in [-1, 1] against these question words."""
         if not self.total:
             return -1.0
-        tokens = list(map(fold, words(text)))
+        tokens = self.analyzer.terms(text)
         found = self.weights.keys() & tokens  # set operations run in C: a 4 MB passage has 750,000 tokens
         if not found:
             return -1.0

@@ -1,0 +1,239 @@
+"""Languages for the lexical path: tokens, stopwords and stems per language, and language detection.
+
+- English ("en", the default) is the analysis crag has always used: words, a light English fold and an
+  English stopword list, so English figures do not move.
+- Chinese and Japanese need no dictionary: Han runs become overlapping character bigrams (Lucene's CJK
+  analyzer), split first where a stopword stands; katakana runs are one token; hiragana runs (particles,
+  endings) are stop tokens. With `jieba` installed, Chinese Han runs are segmented into words instead.
+- Other languages: words, lower-cased and without accents, stemmed by Snowball where it has the language.
+- Stopwords come from the stopwords-iso collection (`stopwordsiso`), stems from `snowballstemmer`.
+- "auto" detects the language of a text: kana means Japanese, Han without kana Chinese, anything else
+  goes to py3langid (restricted to the languages with a stopword list), falling back to English.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .sentences import SPLITTER_LANGUAGES
+from .text import STOPWORDS, fold, words
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HIRAGANA = "\u3040-\u309f"
+CJK = HAN + KATAKANA + HIRAGANA
+_TOKENS = re.compile(rf"(?P<han>[{HAN}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hira>[{HIRAGANA}]+)"
+                     rf"|(?P<word>[^\W{CJK}]+(?:['’][^\W{CJK}]+)*)")
+CJK_LANGUAGES = frozenset({"zh", "ja"})
+SNOWBALL = {"ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german", "el": "greek",
+            "es": "spanish", "eu": "basque", "fa": "persian", "fi": "finnish", "fr": "french", "ga": "irish",
+            "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
+            "lt": "lithuanian", "nl": "dutch", "no": "norwegian", "pl": "polish", "pt": "portuguese",
+            "ro": "romanian", "ru": "russian", "sv": "swedish", "tr": "turkish"}
+
+
+@dataclass(frozen=True)
+class Token:
+    """One unit of a text: its surface form, the term it is matched by, and whether it is a stop token."""
+
+    surface: str
+    term: str
+    stop: bool
+
+
+def check_language(code: object) -> str:
+    """`code` if it is "auto" or a language crag can analyze (an ISO 639-1 code), else ValueError."""
+    if code == "auto" or (isinstance(code, str) and code in supported_languages()):
+        return code
+    raise ValueError(f"language must be 'auto' or an ISO 639-1 code crag supports ({', '.join(supported_languages())})"
+                     f", got {code!r}")
+
+
+@lru_cache(maxsize=1)
+def supported_languages() -> tuple[str, ...]:
+    """Every language with a stopword list or sentence rules (and English)."""
+    import stopwordsiso
+
+    return tuple(sorted(set(stopwordsiso.langs()) | SPLITTER_LANGUAGES | {"en"}))
+
+
+class Analyzer:
+    """How one language's texts become tokens; `tokens(text)` in order, stop tokens included (positions
+    matter for phrase matching)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.stopwords = STOPWORDS if code == "en" else _stopwords(code)
+        self._stem = _stemmer(code)
+        self._longest_stop = max((len(w) for w in self.stopwords if _is_cjk(w)), default=0)
+        self._jieba = code == "zh" and importlib.util.find_spec("jieba") is not None
+
+    def __repr__(self) -> str:
+        return f"Analyzer({self.code!r})"
+
+    def term(self, word: str) -> str:
+        """A word's matching form: English's fold, elsewhere lower case without accents, stemmed."""
+        if self.code == "en":
+            return fold(word)
+        return _stemmed(self._stem, _plain(word))
+
+    def terms(self, text: str) -> list[str]:
+        """The matching terms of `text`, stop terms included, in order."""
+        if self.code == "en":
+            return list(map(fold, words(text)))
+        return [t.term for t in self.tokens(text)]
+
+    def tokens(self, text: str) -> list[Token]:
+        """The tokens of `text`."""
+        if self.code == "en":  # exactly the English analysis crag has always used
+            return [Token(w, term, term in self.stopwords) for w in words(text) for term in (fold(w),)]
+        out: list[Token] = []
+        for match in _TOKENS.finditer(text):
+            kind, piece = match.lastgroup, match.group()
+            if kind == "word":
+                term = self.term(piece)
+                out.append(Token(piece, term, term in self.stopwords or _plain(piece) in self.stopwords))
+            elif kind == "hira":
+                out.append(Token(piece, piece, True))
+            elif kind == "kata":
+                out.append(Token(piece, piece, piece in self.stopwords))
+            else:
+                out += self._han(piece)
+        return out
+
+    def phrases(self, text: str) -> list[str]:
+        """Runs of content words as written, for a keyword query: a stopword, punctuation or a change of
+        capitalisation ends a run; Chinese and Japanese content pieces are kept whole, not as bigrams."""
+        runs: list[list[str]] = []
+        joined_by: list[str] = []
+        previous: object = None
+        previous_end = 0
+        for match in _TOKENS.finditer(text):
+            kind, piece = match.lastgroup, match.group()
+            pieces = list(self._cut(piece)) if kind == "han" else [(piece, self._stop_piece(kind, piece))]
+            for part, stop in pieces:
+                if stop:
+                    previous = None
+                    continue
+                style = kind == "word" and (part[:1].isupper() or part[:1].isdigit())
+                adjacent = previous is not None and text[previous_end:match.start()].strip() == ""
+                if not adjacent or style != previous or kind != "word":
+                    runs.append([])
+                    joined_by.append(" " if kind == "word" else "")
+                runs[-1].append(part)
+                previous, previous_end = style, match.end()
+        return [sep.join(run) for run, sep in zip(runs, joined_by)]
+
+    def _stop_piece(self, kind: str | None, piece: str) -> bool:
+        if kind == "hira":
+            return True
+        if kind == "kata":
+            return piece in self.stopwords
+        return self.term(piece) in self.stopwords or _plain(piece) in self.stopwords
+
+    def _han(self, run: str) -> Iterator[Token]:
+        """A Han run: stopwords cut it; each piece is segmented (jieba) or split into bigrams."""
+        for piece, stop in self._cut(run):
+            if stop:
+                yield Token(piece, piece, True)
+            elif self._jieba:
+                yield from (Token(w, w, w in self.stopwords) for w in _jieba_words(piece))
+            elif len(piece) == 1:
+                yield Token(piece, piece, False)
+            else:
+                yield from (Token(piece[i:i + 2], piece[i:i + 2], False) for i in range(len(piece) - 1))
+
+    def _cut(self, run: str) -> Iterator[tuple[str, bool]]:
+        """(piece, is a stopword) along `run`, stopwords matched longest first."""
+        start = i = 0
+        while i < len(run):
+            found = next((n for n in range(min(self._longest_stop, len(run) - i), 0, -1)
+                          if run[i:i + n] in self.stopwords), 0)
+            if found:
+                if start < i:
+                    yield run[start:i], False
+                yield run[i:i + found], True
+                i = start = i + found
+            else:
+                i += 1
+        if start < len(run):
+            yield run[start:], False
+
+
+@lru_cache(maxsize=16)
+def analyzer(code: str) -> Analyzer:
+    """The analyzer of a language code (not "auto": see `resolve`)."""
+    return Analyzer(check_language(code))
+
+
+def resolve(code: str, text: str) -> str:
+    """The language to analyze `text` in: `code` itself, or for "auto" the language detected in `text`."""
+    return detect_language(text) if code == "auto" else code
+
+
+def detect_language(text: str) -> str:
+    """The language `text` is written in (ISO 639-1); English when it cannot tell."""
+    if re.search(f"[{HIRAGANA}{KATAKANA}]", text):
+        return "ja"
+    letters = sum(1 for c in text if c.isalpha())
+    if letters and sum(1 for c in text if re.match(f"[{HAN}]", c)) * 5 >= letters:
+        return "zh"
+    if letters < 3:
+        return "en"
+    code, _ = _identifier().classify(text)  # type: ignore[attr-defined]
+    return str(code)
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> object:
+    """py3langid, restricted to the non-CJK languages crag has stopwords for."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+    known = set(identifier.labels)
+    identifier.set_languages([c for c in supported_languages() if c in known and c not in CJK_LANGUAGES])
+    return identifier
+
+
+@lru_cache(maxsize=64)
+def _stopwords(code: str) -> frozenset[str]:
+    import stopwordsiso
+
+    listed = stopwordsiso.stopwords(code) if stopwordsiso.has_lang(code) else set()
+    return frozenset(_plain(w) for w in listed) | frozenset(listed)
+
+
+def _stemmer(code: str) -> object | None:
+    if code not in SNOWBALL:
+        return None
+    import snowballstemmer
+
+    return snowballstemmer.stemmer(SNOWBALL[code])
+
+
+@lru_cache(maxsize=200_000)
+def _plain(word: str) -> str:
+    """Lower case without accents."""
+    if word.isascii():
+        return word.lower()
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _stemmed(stemmer: object | None, word: str) -> str:
+    return stemmer.stemWord(word) if stemmer is not None else word  # type: ignore[attr-defined]
+
+
+def _is_cjk(word: str) -> bool:
+    return bool(word) and all(re.match(f"[{CJK}]", c) for c in word)
+
+
+def _jieba_words(piece: str) -> list[str]:
+    import jieba
+
+    return [w for w in jieba.lcut(piece) if w.strip()]
