@@ -61,12 +61,14 @@ class Step:
 
 @dataclass(frozen=True)
 class Input(Step):
-    """What came in: passages given, passages with text (scored), and the evaluator."""
+    """What came in: passages given, passages with text (scored), the evaluator, and the language the
+    question was analyzed in (for evaluators that analyze text; "auto" resolved)."""
 
     name: ClassVar[str] = "input"
     passages: int
     scored: int
     evaluator: str
+    language: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator, describe
+from ..language import resolve
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
@@ -63,6 +64,12 @@ from .protocol import (
 )
 
 NO_WEB_SEARCH = "no web search configured"
+
+
+def language_of(evaluator: object, query: str) -> str | None:
+    """The language an evaluator analyzes `query` in, if it analyzes text ("auto" resolved)."""
+    code = getattr(evaluator, "language", None)
+    return resolve(code, query) if isinstance(code, str) else None
 
 
 class Walks:
@@ -191,7 +198,7 @@ class Walks:
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
         for i in sorted(set(range(len(items))) - set(valid)):
             trace.add(SkippedPassage(i, items[i].id, "empty or missing text"))
-        trace.add(Input(len(items), len(valid), describe(state.evaluator)))
+        trace.add(Input(len(items), len(valid), describe(state.evaluator), language_of(state.evaluator, query)))
         scores = [-1.0] * len(items)
         started = time.perf_counter()
         valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
