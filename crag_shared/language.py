@@ -70,7 +70,10 @@ class Analyzer:
         self.code = code
         self.stopwords = STOPWORDS if code == "en" else _stopwords(code)
         self._stem = _stemmer(code)
-        self._longest_stop = max((len(w) for w in self.stopwords if _is_cjk(w)), default=0)
+        self._stop_lengths: dict[str, tuple[int, ...]] = {}  # first character -> stopword lengths, longest first
+        for word in (w for w in self.stopwords if _is_cjk(w)):
+            self._stop_lengths[word[0]] = tuple(sorted({*self._stop_lengths.get(word[0], ()), len(word)},
+                                                      reverse=True))
         self._jieba = code == "zh" and importlib.util.find_spec("jieba") is not None
 
     def __repr__(self) -> str:
@@ -80,7 +83,7 @@ class Analyzer:
         """A word's matching form: English's fold, elsewhere lower case without accents, stemmed."""
         if self.code == "en":
             return fold(word)
-        return _stemmed(self._stem, _plain(word))
+        return _term(self.code, word)
 
     def terms(self, text: str) -> list[str]:
         """The matching terms of `text`, stop terms included, in order."""
@@ -136,7 +139,11 @@ class Analyzer:
             return piece in self.stopwords
         return self.term(piece) in self.stopwords or _plain(piece) in self.stopwords
 
-    def _han(self, run: str) -> Iterator[Token]:
+    def _han(self, run: str) -> tuple[Token, ...]:
+        """A Han run's tokens (cached: a passage's sentences repeat its runs)."""
+        return _han_tokens(self.code, run)
+
+    def han_tokens(self, run: str) -> Iterator[Token]:
         """A Han run: stopwords cut it; each piece is segmented (jieba) or split into bigrams."""
         for piece, stop in self._cut(run):
             if stop:
@@ -152,8 +159,8 @@ class Analyzer:
         """(piece, is a stopword) along `run`, stopwords matched longest first."""
         start = i = 0
         while i < len(run):
-            found = next((n for n in range(min(self._longest_stop, len(run) - i), 0, -1)
-                          if run[i:i + n] in self.stopwords), 0)
+            lengths = self._stop_lengths.get(run[i])
+            found = next((n for n in lengths if run[i:i + n] in self.stopwords), 0) if lengths else 0
             if found:
                 if start < i:
                     yield run[start:i], False
@@ -163,6 +170,15 @@ class Analyzer:
                 i += 1
         if start < len(run):
             yield run[start:], False
+
+
+def clear_text_caches(*, words_too: bool = False) -> None:
+    """Forget the cached analyses of texts (sentences, Chinese and Japanese runs), and with `words_too`
+    of single words (terms, stems) as well: for timings of texts never seen before."""
+    from .sentences import sentence_spans
+
+    for cached in (sentence_spans, _han_tokens, *((_term, _plain, fold) if words_too else ())):
+        cached.cache_clear()
 
 
 @lru_cache(maxsize=16)
@@ -225,8 +241,17 @@ def _plain(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _stemmed(stemmer: object | None, word: str) -> str:
-    return stemmer.stemWord(word) if stemmer is not None else word  # type: ignore[attr-defined]
+@lru_cache(maxsize=200_000)
+def _term(code: str, word: str) -> str:
+    """A word's term in a language other than English (cached: the stemmer is pure Python)."""
+    stemmer = analyzer(code)._stem
+    plain = _plain(word)
+    return stemmer.stemWord(plain) if stemmer is not None else plain  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=50_000)
+def _han_tokens(code: str, run: str) -> tuple[Token, ...]:
+    return tuple(analyzer(code).han_tokens(run))
 
 
 def _is_cjk(word: str) -> bool:

@@ -91,6 +91,14 @@ def _bench_dir(value: str | None) -> Path:
     raise UsageError(f"no benchmark data found (looked in {', '.join(map(str, candidates))}); pass --bench-dir")
 
 
+def _papers_dir(bench: Path) -> Path:
+    """The translated papers: ../shared/papers, beside the bench data."""
+    papers = bench.parent / "papers"
+    if not (papers / "crag-paper-zh.txt").is_file():
+        raise UsageError(f"no translated papers in {papers} (the language rows read ../shared/papers)")
+    return papers
+
+
 def _bench_throughput(args: argparse.Namespace) -> int:
     from .bench.throughput import run
 
@@ -161,7 +169,12 @@ def _bench_accuracy(args: argparse.Namespace) -> int:
     from .bench.accuracy import run, table
 
     if not args.data:  # the evaluator table over the bench data sets
-        table(sys.stdout, _bench_dir(args.bench_dir), args.evaluator or ["lexical"])
+        bench = _bench_dir(args.bench_dir)
+        table(sys.stdout, bench, args.evaluator or ["lexical"])
+        if args.languages:
+            from .bench.languages import run as languages
+
+            languages(sys.stdout, _papers_dir(bench))
         return 0
     _readable(args.data, "--data")
     _readable(args.thresholds, "--thresholds")

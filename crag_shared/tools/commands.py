@@ -197,6 +197,9 @@ def _bench_command(commands: Any) -> None:
     accuracy.add_argument("--base-model", help="model to train from in --kfold")
     accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
     accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
+    accuracy.add_argument("--languages", action="store_true",
+                          help="without --data: also the language rows (Chinese and Japanese from the translated "
+                               "papers in ../shared/papers, German written for crag), lexical evaluator")
     _add_titles(accuracy)
 
 
