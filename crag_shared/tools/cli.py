@@ -238,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     _writable(args.out, "--out")
     _readable(args.thresholds, "--thresholds")
     config = CRAGConfig(evaluator=args.evaluator, upper=args.upper, lower=args.lower, thresholds_path=args.thresholds,
+                        language=args.language,
                         score_titles=args.titles)
     web = web_search_from_spec(_web_spec(args.web))  # a missing key fails here, before any work
     if args.engine == "ray":

@@ -124,6 +124,9 @@ def _run_command(commands: Any) -> None:
     batch.add_argument("--upper", type=_number(float, minimum=-1, maximum=1))
     batch.add_argument("--lower", type=_number(float, minimum=-1, maximum=1))
     batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
+    batch.add_argument("--language", default="en",
+                       help="what the questions and passages are written in: an ISO 639-1 code (en, zh, ja, de, "
+                            "fr, ...) or auto (each question's, detected)")
     batch.add_argument("--web", default="none",
                        help=f"{' | '.join(WEB_SPECS.grammar())} (keys: environment)")
     batch.add_argument("--batch-size", type=POSITIVE_INT, default=32, help="queries per correct_many call")
