@@ -64,9 +64,9 @@ def supported_languages() -> tuple[str, ...]:
 
 class Analyzer:
     """How one language's texts become tokens; `tokens(text)` in order, stop tokens included (positions
-    matter for phrase matching)."""
+    matter for phrase matching). `segmenter=False` keeps Chinese in bigrams even with jieba installed."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, *, segmenter: bool = True) -> None:
         self.code = code
         self.stopwords = STOPWORDS if code == "en" else _stopwords(code)
         self._stem = _stemmer(code)
@@ -74,7 +74,7 @@ class Analyzer:
         for word in (w for w in self.stopwords if _is_cjk(w)):
             self._stop_lengths[word[0]] = tuple(sorted({*self._stop_lengths.get(word[0], ()), len(word)},
                                                       reverse=True))
-        self._jieba = code == "zh" and importlib.util.find_spec("jieba") is not None
+        self._jieba = segmenter and code == "zh" and importlib.util.find_spec("jieba") is not None
 
     def __repr__(self) -> str:
         return f"Analyzer({self.code!r})"
@@ -140,8 +140,8 @@ class Analyzer:
         return self.term(piece) in self.stopwords or _plain(piece) in self.stopwords
 
     def _han(self, run: str) -> tuple[Token, ...]:
-        """A Han run's tokens (cached: a passage's sentences repeat its runs)."""
-        return _han_tokens(self.code, run)
+        """A Han run's tokens (cached for the shared analyzers: a passage's sentences repeat its runs)."""
+        return _han_tokens(self.code, run) if self is analyzer(self.code) else tuple(self.han_tokens(run))
 
     def han_tokens(self, run: str) -> Iterator[Token]:
         """A Han run: stopwords cut it; each piece is segmented (jieba) or split into bigrams."""
@@ -261,4 +261,4 @@ def _is_cjk(word: str) -> bool:
 def _jieba_words(piece: str) -> list[str]:
     import jieba
 
-    return [w for w in jieba.lcut(piece) if w.strip()]
+    return [w for w in jieba.lcut_for_search(piece) if w.strip()]

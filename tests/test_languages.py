@@ -23,11 +23,20 @@ DE_OTHER = "Wildbienen leben meist allein und bauen ihre Nester im Boden."
 
 # -- tokens -----------------------------------------------------------------------------------------------
 def test_chinese_is_matched_by_bigrams_cut_at_stopwords():
-    tokens = analyzer("zh").tokens(ZH_QUESTION)
+    from crag_shared.language import Analyzer
+
+    tokens = Analyzer("zh", segmenter=False).tokens(ZH_QUESTION)
     content = [t.term for t in tokens if not t.stop]
     assert content[:5] == ["crag", "检索", "索评", "评估", "估器"]
     assert "哪个" in [t.term for t in tokens if t.stop]
     assert "器用" not in content  # 用 is a stopword: no bigram across it
+
+
+def test_chinese_is_segmented_into_words_when_jieba_is_installed():
+    pytest.importorskip("jieba")  # in the development requirements
+    content = [t.term for t in analyzer("zh").tokens(ZH_QUESTION) if not t.stop]
+    assert "评估器" in content or "评估" in content
+    assert "索评" not in content  # words, not bigrams
 
 
 def test_japanese_keeps_katakana_words_and_drops_particles():
