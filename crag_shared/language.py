@@ -4,7 +4,8 @@
   English stopword list, so English figures do not move.
 - Chinese and Japanese need no dictionary: Han runs become overlapping character bigrams (Lucene's CJK
   analyzer), split first where a stopword stands; katakana runs are one token; hiragana runs (particles,
-  endings) are stop tokens. With `jieba` installed, Chinese Han runs are segmented into words instead.
+  endings) are stop tokens. With `jieba` installed, Chinese Han runs are segmented (search mode: words
+  and their parts) instead.
 - Other languages: words, lower-cased and without accents, stemmed by Snowball where it has the language.
 - Stopwords come from the stopwords-iso collection (`stopwordsiso`), stems from `snowballstemmer`.
 - "auto" detects the language of a text: kana means Japanese, Han without kana Chinese, anything else
@@ -192,12 +193,16 @@ def resolve(code: str, text: str) -> str:
     return detect_language(text) if code == "auto" else code
 
 
+_KANA = re.compile(f"[{HIRAGANA}{KATAKANA}]")
+_HAN = re.compile(f"[{HAN}]")
+
+
 def detect_language(text: str) -> str:
     """The language `text` is written in (ISO 639-1); English when it cannot tell."""
-    if re.search(f"[{HIRAGANA}{KATAKANA}]", text):
+    if _KANA.search(text):
         return "ja"
     letters = sum(1 for c in text if c.isalpha())
-    if letters and sum(1 for c in text if re.match(f"[{HAN}]", c)) * 5 >= letters:
+    if letters and len(_HAN.findall(text)) * 5 >= letters:
         return "zh"
     if letters < 3:
         return "en"
@@ -254,8 +259,11 @@ def _han_tokens(code: str, run: str) -> tuple[Token, ...]:
     return tuple(analyzer(code).han_tokens(run))
 
 
+_CJK_ONLY = re.compile(f"[{CJK}]+")
+
+
 def _is_cjk(word: str) -> bool:
-    return bool(word) and all(re.match(f"[{CJK}]", c) for c in word)
+    return bool(_CJK_ONLY.fullmatch(word))
 
 
 def _jieba_words(piece: str) -> list[str]:
