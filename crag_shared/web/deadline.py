@@ -14,6 +14,7 @@ import io
 import socket
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -24,6 +25,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from .base import MAX_ANSWER_BYTES, WebSearchError
 from .decoding import BoundedDecoder, EncodingError
+from .search_engine import FetchingSearch
 
 T = TypeVar("T")
 
@@ -188,6 +190,24 @@ def call_by(ends_at: float, timeout: float, engine: str, call: Callable[[], T]) 
             raise WebSearchError(f"{engine} timed out: no complete answer within {timeout:g} s "
                                  f"(gave up after {time.monotonic() - started:.1f} s)")
     return answer
+
+
+class RequestsSearch(FetchingSearch):
+    """A provider whose official client is built on requests: each call, sync or async, ends by its own
+    deadline, counted from the call (queue time included), through a `deadline_session` and `call_by`;
+    async calls run on the provider's worker threads. Subclasses implement `results_by(query, ends_at)`."""
+
+    def organic_results(self, query: str) -> list[dict[str, Any]]:
+        """The engine's results for `query`, or WebSearchError."""
+        return self.results_by(query, time.monotonic() + self.timeout)
+
+    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
+        """Async `organic_results`, on this provider's worker threads."""
+        return await self.in_workers(self.results_by, query, time.monotonic() + self.timeout)
+
+    @abstractmethod
+    def results_by(self, query: str, ends_at: float) -> list[dict[str, Any]]:
+        """One search, over by `ends_at` (`time.monotonic()`)."""
 
 
 def current_deadline() -> Deadline | None:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 from .base import WebSearchError
-from .deadline import call_by, deadline_session
+from .deadline import RequestsSearch, call_by, deadline_session
 from .fetch import PageFetcher
 from .keys import ApiKey, redact_client_logs
-from .search_engine import FetchingSearch
 
 NO_RESULTS = "hasn't returned any results"
 
 
-class SerpAPISearch(FetchingSearch):
+class SerpAPISearch(RequestsSearch):
     """Web search for CRAG over SerpAPI (serpapi.com), with page fetching and paragraph extraction.
 
     - The key comes from `api_key` or the `SERPAPI_API_KEY` environment variable; without one,
@@ -52,15 +50,8 @@ class SerpAPISearch(FetchingSearch):
     def __repr__(self) -> str:
         return f"SerpAPISearch(engine={self.engine!r}, mode={self.mode!r}, base_url={self.base_url!r})"
 
-    def organic_results(self, query: str) -> list[dict[str, Any]]:
+    def results_by(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         """The engine's organic results for `query` (title, link, snippet), or WebSearchError."""
-        return self._organic(query, time.monotonic() + self.timeout)
-
-    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
-        """Async `organic_results`, on this provider's worker threads; the timeout counts from the call."""
-        return await self.in_workers(self._organic, query, time.monotonic() + self.timeout)
-
-    def _organic(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         try:
             data = self._call({"engine": self.engine, "q": self.engine_query(query), "num": self.num_results,
                                **self.params}, ends_at)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 from .base import WebSearchError
-from .deadline import call_by, deadline_session
+from .deadline import RequestsSearch, call_by, deadline_session
 from .keys import ApiKey, redact_client_logs
-from .search_engine import FetchingSearch
 
 ADVICE = {"InvalidAPIKeyError": "the API key was refused: check TAVILY_API_KEY",
           "UsageLimitExceededError": "rate limit or plan quota reached (HTTP 429/432/433); retry later or upgrade",
@@ -16,7 +14,7 @@ ADVICE = {"InvalidAPIKeyError": "the API key was refused: check TAVILY_API_KEY",
           "BadRequestError": "Tavily refused the request's parameters"}
 
 
-class TavilySearch(FetchingSearch):
+class TavilySearch(RequestsSearch):
     """Web search over Tavily: key from `api_key` or `TAVILY_API_KEY` (required at construction).
 
     Tavily returns each page's text with its results (`include_raw_content="text"`, the default): with
@@ -49,15 +47,8 @@ class TavilySearch(FetchingSearch):
     def __repr__(self) -> str:
         return f"TavilySearch(params={self.params!r}, base_url={self.base_url!r})"
 
-    def organic_results(self, query: str) -> list[dict[str, Any]]:
+    def results_by(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         """Tavily's results as (title, link, snippet, content), or WebSearchError."""
-        return self._results(query, time.monotonic() + self.timeout)
-
-    async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
-        """Async `organic_results`, on this provider's worker threads; the timeout counts from the call."""
-        return await self.in_workers(self._results, query, time.monotonic() + self.timeout)
-
-    def _results(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         client = self.shared("client", self._client)
         try:
             data = call_by(ends_at, self.timeout, self.engine_name, lambda: client.search(
