@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-import weakref
 from typing import Any
 
 import httpx
 
-from ..aio import close_with_loop
-from .base import MAX_ANSWER_BYTES, WebSearchError
-from .decoding import BoundedDecoder, EncodingError
-from .fetch import ssl_context
+from .base import WebSearchError
 from .http_search import HttpxSearch
 from .keys import ApiKey
 
@@ -20,39 +16,6 @@ _STATUS = re.compile(r"status code (\d{3})")
 ADVICE = {401: "the API key was refused: check EXA_API_KEY", 402: "the account is out of credits",
           403: "this key may not use this endpoint", 429: "rate limit reached; retry later",
           400: "Exa refused the request's parameters"}
-
-
-class BoundedTransport(httpx.AsyncBaseTransport):
-    """Wraps a transport so every answer reaches the client decoded and at most `limit` bytes: a client
-    that reads whole bodies (and undoes their content-encoding itself) cannot be flooded."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, limit: int = MAX_ANSWER_BYTES) -> None:
-        self.inner = inner
-        self.limit = limit
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """The inner transport's answer, read within `limit` decoded bytes."""
-        response = await self.inner.handle_async_request(request)
-        if response.is_stream_consumed:  # an in-memory answer (httpx.MockTransport reads it): nothing to bound
-            return response
-        try:
-            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), self.limit + 1)
-            body = bytearray()
-            async for chunk in response.aiter_raw():
-                body.extend(decoder.feed(chunk))
-                if decoder.full:
-                    raise WebSearchError(f"an answer larger than {self.limit} bytes from {request.url.host}")
-        except EncodingError as error:
-            raise WebSearchError(f"an unreadable answer from {request.url.host}: {error}") from None
-        finally:
-            await response.aclose()
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in (
-            "content-encoding", "content-length")]
-        return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
-
-    async def aclose(self) -> None:
-        """Close the inner transport."""
-        await self.inner.aclose()
 
 
 class ExaSearch(HttpxSearch):
@@ -86,26 +49,21 @@ class ExaSearch(HttpxSearch):
         return f"ExaSearch(params={self.params!r}, base_url={self.base_url!r})"
 
     def _exa(self) -> Any:
-        """The official async client of the running loop, its HTTP client bounded and closed with the loop's."""
+        """The official async client, its requests going through this provider's bounded client of the
+        running loop (see `HttpxSearch`)."""
         from exa_py import AsyncExa
 
         provider = self
-        clients = self.shared("exa", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any])
-        loop = asyncio.get_running_loop()
-        if loop not in clients:
-            inner = self.transport or httpx.AsyncHTTPTransport(verify=ssl_context())
-            bounded = httpx.AsyncClient(transport=BoundedTransport(inner), timeout=self.timeout, trust_env=False)
 
-            class BoundedExa(AsyncExa):
-                @property
-                def client(self) -> httpx.AsyncClient:
-                    return bounded
+        class BoundedExa(AsyncExa):
+            @property
+            def client(self) -> httpx.AsyncClient:
+                return provider._client()
 
-            assert provider._api_key is not None
-            clients[loop] = BoundedExa(api_key=provider._api_key.reveal(), api_base=self.base_url,
-                                       timeout=self.timeout)
-            close_with_loop(bounded.aclose)
-        return clients[loop]
+        key = self._api_key
+        assert key is not None
+        return self.shared("exa", lambda: BoundedExa(api_key=key.reveal(), api_base=self.base_url,
+                                                     timeout=self.timeout))
 
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
         """Exa's results as (title, link, snippet, content), or WebSearchError."""

@@ -46,6 +46,39 @@ def retry_after(headers: httpx.Headers) -> str:
     return f", retry after {value.strip()} s" if value.strip().isdigit() else ""
 
 
+class BoundedTransport(httpx.AsyncBaseTransport):
+    """Wraps a transport so every answer reaches the client decoded and at most `limit` bytes: a client
+    that reads whole bodies (and undoes their content-encoding itself) cannot be flooded."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, limit: int = MAX_ANSWER_BYTES) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """The inner transport's answer, read within `limit` decoded bytes."""
+        response = await self.inner.handle_async_request(request)
+        if response.is_stream_consumed:  # an in-memory answer (httpx.MockTransport reads it): nothing to bound
+            return response
+        try:
+            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), self.limit + 1)
+            body = bytearray()
+            async for chunk in response.aiter_raw():
+                body.extend(decoder.feed(chunk))
+                if decoder.full:
+                    raise WebSearchError(f"an answer larger than {self.limit} bytes from {request.url.host}")
+        except EncodingError as error:
+            raise WebSearchError(f"an unreadable answer from {request.url.host}: {error}") from None
+        finally:
+            await response.aclose()
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in (
+            "content-encoding", "content-length")]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self.inner.aclose()
+
+
 class HttpxSearch(FetchingSearch):
     """A `FetchingSearch` whose engine is an HTTP API reached with httpx.
 
@@ -53,7 +86,9 @@ class HttpxSearch(FetchingSearch):
     scrubbed from every message. One client per event loop serves every call on it (an httpx client
     belongs to one loop), entered by at most `max_concurrent_searches` calls at a time: httpcore's pool
     scans its whole queue on every release, so hundreds of calls queued there cost time growing with their
-    square. A client made for a `search()` from sync code is closed with the loop that call ran on.
+    square. The client's transport is a `BoundedTransport`: every answer arrives decoded within
+    `MAX_ANSWER_BYTES`, also for an official client that reads whole bodies. A client made for a `search()`
+    from sync code is closed with the loop that call ran on.
     `transport` is the httpx seam for tests.
     """
 
@@ -81,22 +116,16 @@ class HttpxSearch(FetchingSearch):
         if loop not in clients or clients[loop].is_closed:
             limits = httpx.Limits(max_connections=self.max_concurrent_searches,
                                   max_keepalive_connections=self.max_concurrent_searches)
-            clients[loop] = httpx.AsyncClient(timeout=self.timeout, transport=self.transport, trust_env=False,
-                                              verify=ssl_context(), limits=limits,
-                                              headers={"Accept-Encoding": ACCEPT_ENCODING})
+            inner = self.transport or httpx.AsyncHTTPTransport(verify=ssl_context(), limits=limits)
+            clients[loop] = httpx.AsyncClient(timeout=self.timeout, transport=BoundedTransport(inner),
+                                              trust_env=False, headers={"Accept-Encoding": ACCEPT_ENCODING})
             close_with_loop(clients[loop].aclose)
         return clients[loop]
 
     async def _read(self, method: str, url: str, **request: Any) -> Answer:
-        async with self.gate(), self._client().stream(method, url, **request) as response:
-            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)
-            data = bytearray()
-            async for chunk in response.aiter_raw():
-                data.extend(decoder.feed(chunk))
-                if decoder.full:
-                    raise WebSearchError(f"{self.engine_name}'s answer is larger than {MAX_ANSWER_BYTES} bytes")
-            text = data.decode(response.encoding or "utf-8", errors="replace")
-            return Answer(response.status_code, response.headers, text)
+        async with self.gate():
+            response = await self._client().request(method, url, **request)
+        return Answer(response.status_code, response.headers, response.text)
 
     async def answer(self, method: str, url: str, **request: Any) -> Answer:
         """One request (httpx's `params`, `json`, `headers`...), its whole answer within `timeout` and
