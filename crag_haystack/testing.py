@@ -205,3 +205,18 @@ class SearXNGDocumentsWebSearch:
         documents = [Document(content=h.get("content") or "", meta={"title": h.get("title"), "link": h["url"]})
                      for h in hits]
         return {"documents": documents, "links": [h["url"] for h in hits]}
+
+
+def embedding_judged_pipeline(text_embedder: HashingTextEmbedder) -> Any:
+    """text_embedder → CRAG(evaluator="embedding"), the query embedding connected, so CRAG embeds no query
+    itself: run with {"text_embedder": {"text": q}, "crag": {"query": q, "documents": ...}}."""
+    from haystack import Pipeline
+
+    from .components import CRAG
+
+    pipeline = Pipeline()
+    pipeline.add_component("text_embedder", text_embedder)
+    pipeline.add_component("crag", CRAG(evaluator="embedding", text_embedder=text_embedder,
+                                        document_embedder=HashingDocumentEmbedder()))
+    pipeline.connect("text_embedder.embedding", "crag.query_embedding")
+    return pipeline

@@ -8,7 +8,7 @@ from haystack import Document, Pipeline
 from haystack.utils import ComponentDevice
 
 from crag_haystack import CRAG, KnowledgeGate, KnowledgeRefiner, RetrievalRouter
-from crag_haystack.testing import HashingDocumentEmbedder, HashingTextEmbedder
+from crag_haystack.testing import HashingDocumentEmbedder, HashingTextEmbedder, embedding_judged_pipeline
 from crag_shared import LexicalEvaluator
 from crag_shared.demo import QUESTIONS, corpus
 
@@ -93,11 +93,7 @@ def test_wrong_embedders_are_refused_at_construction():
 
 def test_a_query_embedding_made_in_the_pipeline_is_reused():
     text_embedder = HashingTextEmbedder()
-    pipeline = Pipeline()
-    pipeline.add_component("text_embedder", text_embedder)
-    pipeline.add_component("crag", CRAG(evaluator="embedding", text_embedder=text_embedder,
-                                        document_embedder=HashingDocumentEmbedder()))
-    pipeline.connect("text_embedder.embedding", "crag.query_embedding")
+    pipeline = embedding_judged_pipeline(text_embedder)
     out = pipeline.run({"text_embedder": {"text": CORRECT_Q}, "crag": {"query": CORRECT_Q, "documents": documents()}})
     assert text_embedder.calls == 1 and out["crag"]["action"] == "correct"  # the pipeline's only
     alone = CRAG(evaluator="embedding", text_embedder=text_embedder, document_embedder=HashingDocumentEmbedder())

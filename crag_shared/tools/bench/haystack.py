@@ -24,8 +24,8 @@ def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, Any]:
     """Measure and print the figures; returns them."""
     from haystack import Document, Pipeline
 
-    from crag_haystack import CRAG, RetrievalRouter
-    from crag_haystack.testing import FixedRetriever, HashingDocumentEmbedder, HashingTextEmbedder
+    from crag_haystack import RetrievalRouter
+    from crag_haystack.testing import FixedRetriever, HashingTextEmbedder, embedding_judged_pipeline
 
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     retrieved = {r["question"]: [Document(content=c["text"], meta={"title": c["title"]}) for c in r["ctxs"][:10]]
@@ -46,11 +46,7 @@ def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, Any]:
         (whole if i % 2 else alone).append(time.perf_counter() - started)
 
     embedder = HashingTextEmbedder()
-    judged = Pipeline()
-    judged.add_component("text_embedder", embedder)
-    judged.add_component("crag", CRAG(evaluator="embedding", text_embedder=embedder,
-                                      document_embedder=HashingDocumentEmbedder()))
-    judged.connect("text_embedder.embedding", "crag.query_embedding")
+    judged = embedding_judged_pipeline(embedder)
     for question, documents in retrieved.items():
         judged.run({"text_embedder": {"text": question}, "crag": {"query": question, "documents": documents}})
     figures: dict[str, Any] = {"queries": len(retrieved), "router_alone": _percentiles(alone),
