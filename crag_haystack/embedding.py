@@ -12,6 +12,7 @@ from crag_shared.adapter import (
     RetrievalEvaluator,
     embedding_unit,
     evaluator_kind,
+    evaluator_settings,
     saved_evaluator,
 )
 
@@ -80,7 +81,7 @@ def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedd
         return None
     if text_embedder is None:
         raise ValueError(f"evaluator={config.evaluator!r} needs text_embedder= (and ideally document_embedder=)")
-    return embedding_evaluator(text_embedder, document_embedder, unit=unit, **config.evaluator_settings())
+    return embedding_evaluator(text_embedder, document_embedder, unit=unit, **evaluator_settings(config))
 
 
 def remember_query_embedding(evaluator: RetrievalEvaluator, query: str, embedding: list[float] | None) -> None:

@@ -29,6 +29,7 @@ from crag_shared.adapter import (
     config_from,
     embedding_unit,
     evaluator_kind,
+    evaluator_settings,
     saved_evaluator,
 )
 
@@ -126,7 +127,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         built = self._built
         if built is not None and built[0] is config:
             return built[1]
-        corrector = config.build(llm=self._llm, web_search=self._web_search, evaluator=self._evaluator_for(config))
+        corrector = Corrector.from_config(config, llm=self._llm, web_search=self._web_search,
+                                          evaluator=self._evaluator_for(config))
         if "rewrite" in self._prompts:
             corrector.rewriter = QueryRewriter(self._llm, template=self._prompts["rewrite"],
                                                max_keywords=config.max_keywords)
@@ -141,7 +143,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         if self._evaluator is not None and self._evaluator_config == (config.evaluator, config.evaluator_options):
             return self._evaluator
         unit = embedding_unit(config.evaluator)
-        return embedding_evaluator(unit=unit, **config.evaluator_settings()) if unit else None
+        return embedding_evaluator(unit=unit, **evaluator_settings(config)) if unit else None
 
     def __getstate__(self) -> dict[str, Any]:
         # LlamaIndex drops an unpicklable private attribute with a warning (web search silently gone);

@@ -7,7 +7,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared.adapter import CRAGConfig, Refinement, RetrievalEvaluator, WebOutcome, WebSearch
+from crag_shared.adapter import Corrector, CRAGConfig, Refinement, RetrievalEvaluator, WebOutcome, WebSearch
 
 from .convert import strip_node
 from .instrumentation import emit_search
@@ -29,8 +29,8 @@ class WebSearchRetriever(BaseRetriever):
         if isinstance(evaluator, str):
             settings["evaluator"] = evaluator
             evaluator = None
-        self._corrector = CRAGConfig.from_dict(settings).build(llm=LlamaIndexLLM(llm), web_search=web_search,
-                                                               evaluator=evaluator)
+        self._corrector = Corrector.from_config(CRAGConfig.from_dict(settings), llm=LlamaIndexLLM(llm),
+                                                web_search=web_search, evaluator=evaluator)
         super().__init__()
 
     def _nodes(self, web: WebOutcome, refinement: Refinement) -> list[NodeWithScore]:

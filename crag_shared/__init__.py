@@ -19,6 +19,9 @@ from .evaluators import (
     RetrievalEvaluator,
     T5Evaluator,
     evaluator_from_spec,
+    evaluator_spec,
+    load_combination,
+    save_combination,
 )
 from .llm import LLM, FunctionLLM
 from .policy import ActionPolicy
@@ -101,4 +104,7 @@ __all__ = [
     "WebSearchResponse",
     "__version__",
     "evaluator_from_spec",
+    "evaluator_spec",
+    "load_combination",
+    "save_combination",
 ]

@@ -12,10 +12,11 @@ from typing import Any
 
 from .config import CRAGConfig
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
+from .corrector.configured import evaluator_settings
+from .corrector.outcome import read_search
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
-from .evaluators.base import describe
 from .evaluators.llm import check_judge_prompt
-from .evaluators.spec import evaluator_options
+from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
@@ -32,7 +33,6 @@ from .types import (
     WebSearchResponse,
 )
 from .web.base import WebSearch
-from .web.outcome import read_search
 from .web.replay import ReplaySearch
 from .web.spec import PROVIDERS as WEB_PROVIDERS
 from .web.spec import web_search_from_spec
@@ -116,18 +116,53 @@ def saved_evaluator(evaluator: RetrievalEvaluator) -> tuple[str, dict[str, Any] 
     setting that is a function or a model object) is saved as `custom:MODULE.CLASS`, which fails loudly
     when loaded, naming the class: pass the instance again."""
     try:
-        return evaluator.spec, evaluator_options(evaluator) or None
+        return evaluator_spec(evaluator), evaluator_options(evaluator) or None
     except NotImplementedError:
         return f"custom:{type(evaluator).__module__}.{type(evaluator).__qualname__}", None
 
 
 __all__ = [
-    "NO_CONTEXT_INSTRUCTION", "NO_KNOWLEDGE_ANSWER", "NO_WEB_SEARCH", "PAPER_REWRITE_PROMPT", "TITLE_KEYS",
-    "URL_KEYS", "WEB_PROVIDERS", "Action", "ActionPolicy", "CRAGConfig", "CorrectionResult", "Corrector",
+    "NO_CONTEXT_INSTRUCTION",
+    "NO_KNOWLEDGE_ANSWER",
+    "NO_WEB_SEARCH",
+    "PAPER_REWRITE_PROMPT",
+    "TITLE_KEYS",
+    "URL_KEYS",
+    "WEB_PROVIDERS",
+    "Action",
+    "ActionPolicy",
+    "CRAGConfig",
+    "CorrectionResult",
+    "Corrector",
     "EmbeddingEvaluator",
-    "Fallback", "Judgment", "LLMEvaluator", "NoLLMConfigured", "Origin", "Passage", "QueryRewriter",
-    "Refinement", "ReplaySearch", "RetrievalEvaluator", "Rewrite", "Strip", "WebOutcome",
-    "WebSearch", "WebSearchResponse", "abstention_for", "check_judge_prompt", "config_from", "describe",
-    "embedding_unit", "evaluator_kind", "keyword_query", "logging_to", "passage_from_record", "read_search",
-    "result_metadata", "saved_evaluator", "strip_metadata", "web_search_from_spec",
+    "Fallback",
+    "Judgment",
+    "LLMEvaluator",
+    "NoLLMConfigured",
+    "Origin",
+    "Passage",
+    "QueryRewriter",
+    "Refinement",
+    "ReplaySearch",
+    "RetrievalEvaluator",
+    "Rewrite",
+    "Strip",
+    "WebOutcome",
+    "WebSearch",
+    "WebSearchResponse",
+    "abstention_for",
+    "check_judge_prompt",
+    "config_from",
+    "describe",
+    "embedding_unit",
+    "evaluator_kind",
+    "evaluator_settings",
+    "keyword_query",
+    "logging_to",
+    "passage_from_record",
+    "read_search",
+    "result_metadata",
+    "saved_evaluator",
+    "strip_metadata",
+    "web_search_from_spec",
 ]

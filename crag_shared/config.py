@@ -1,4 +1,4 @@
-"""The serializable CRAG configuration every adapter keeps, and how it builds a Corrector.
+"""The serializable CRAG configuration every adapter keeps (`Corrector.from_config` builds from it).
 
 Framework adapters keep only this plain config in their serialized form (`model_dump`, `to_dict`); live
 objects (LLM clients, web providers with keys) are passed separately and never serialized.
@@ -11,15 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from .corrector import Corrector
-from .evaluators import evaluator_from_spec, evaluator_kind, shared_evaluator
-from .evaluators.base import RetrievalEvaluator
 from .language import check_language
-from .llm import LLM
-from .policy import ActionPolicy
-from .refine import StripRefiner
-from .rewrite import QueryRewriter
-from .web.base import WebSearch
 
 
 @dataclass
@@ -110,59 +102,6 @@ class CRAGConfig:
     def to_dict(self) -> dict[str, Any]:
         """This object as JSON-ready values."""
         return asdict(self)
-
-    def policy(self, evaluator: RetrievalEvaluator) -> ActionPolicy:
-        """The action policy: the thresholds file if given, else `upper`/`lower` over the evaluator's defaults."""
-        if self.thresholds_path:
-            return ActionPolicy.load(self.thresholds_path)
-        default_upper, default_lower = evaluator.thresholds
-        return ActionPolicy(default_upper if self.upper is None else self.upper,
-                            default_lower if self.lower is None else self.lower)
-
-    def evaluator_settings(self, spec: str | None = None) -> dict[str, Any]:
-        """The options an evaluator spec (default: `evaluator`) is built with: `evaluator_options`, and the
-        `language` for the evaluators that analyze text (lexical, embedding) when it is not English."""
-        spec = spec or self.evaluator
-        options = dict(self.evaluator_options or {}) if spec == self.evaluator else {}
-        kind = evaluator_kind(spec)
-        if self.language != "en" and (kind == "lexical" or "embedding" in kind):
-            options.setdefault("language", self.language)
-        return options
-
-    def make_evaluator(self, llm: LLM | None = None) -> RetrievalEvaluator:
-        """The evaluator the spec names: LLM judges are built with `llm`; models are shared per process
-        (`shared_evaluator`), so several components naming one model load it once."""
-        if evaluator_kind(self.evaluator) == "llm":
-            return evaluator_from_spec(self.evaluator, llm=llm, **self.evaluator_settings())
-        return shared_evaluator(self.evaluator, self.evaluator_settings() or None)
-
-    def build(self, *, llm: LLM | None = None, web_search: WebSearch | None = None,
-              evaluator: RetrievalEvaluator | None = None) -> Corrector:
-        """A Corrector with this configuration; `llm` serves the rewriter (and the LLM judge if chosen)."""
-        evaluator = evaluator or self.make_evaluator(llm)
-        return Corrector(
-            evaluator=evaluator,
-            policy=self.policy(evaluator),
-            refiner=self.refiner(),
-            rewriter=QueryRewriter(llm, max_keywords=self.max_keywords, language=self.language),
-            web_search=web_search,
-            web_refiner=self.refiner(web=True),
-            web_top_k=self.web_top_k,
-            on_web_failure=self.on_web_failure,
-            fallback_evaluator=self._fallback(),
-            score_titles=self.score_titles,
-        )
-
-    def _fallback(self) -> RetrievalEvaluator | None:
-        if not self.fallback_evaluator:
-            return None
-        return shared_evaluator(self.fallback_evaluator, self.evaluator_settings(self.fallback_evaluator) or None)
-
-    def refiner(self, *, web: bool = False) -> StripRefiner:
-        """The strip refiner for retrieved passages, or with `web=True` for web paragraphs."""
-        return StripRefiner(self.web_refine_mode if web else self.refine_mode, top_k=self.strip_top_k,
-                            threshold=self.strip_threshold, max_strip_chars=self.max_strip_chars,
-                            language=self.language)
 
 
 def _plain(value: object) -> bool:

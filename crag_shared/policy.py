@@ -7,12 +7,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .types import Action
 
-if TYPE_CHECKING:
-    from .evaluators.base import RetrievalEvaluator
+
+class Thresholded(Protocol):
+    """Anything that carries its own (upper, lower) thresholds: every retrieval evaluator."""
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """(upper, lower)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class ActionPolicy:
             raise ValueError(f"upper threshold ({self.upper}) must not be below lower threshold ({self.lower})")
 
     @classmethod
-    def for_evaluator(cls, evaluator: RetrievalEvaluator) -> "ActionPolicy":
+    def for_evaluator(cls, evaluator: Thresholded) -> "ActionPolicy":
         """The evaluator's own thresholds as a policy."""
         upper, lower = evaluator.thresholds
         return cls(upper, lower)

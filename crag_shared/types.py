@@ -157,7 +157,8 @@ class Judgment:
     kept: list[int]
     evaluator: str
     trace: Trace = field(default_factory=Trace)
-    state: ScoringState | None = field(default=None, repr=False, compare=False)  # the scorer in use, its cache
+    #: the corrector's per-query scoring state (its evaluator in use and score cache), opaque to readers
+    state: object | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -275,8 +276,3 @@ class CorrectionResult:
         if texts:
             data["strips"] = [s.to_dict() for s in self.knowledge]
         return data
-
-
-# Judgment.state's type, imported last: the corrector's protocol builds on the types above, and frameworks
-# that validate a Judgment (pydantic in LlamaIndex workflow events) resolve its annotations at run time.
-from .corrector.protocol import ScoringState  # noqa: E402

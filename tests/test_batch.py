@@ -13,6 +13,7 @@ from crag_shared import (
     ReplaySearch,
 )
 from crag_shared.config import CRAGConfig
+from crag_shared.corrector import Corrector
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path, retrieve
 
 
@@ -40,7 +41,7 @@ class CountingLexical(LexicalEvaluator):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_correct_many_equals_correct_in_order(mode):
     evaluator = CountingLexical()
-    corrector = CRAGConfig().build(web_search=ReplaySearch(recorded_web_path()), evaluator=evaluator)
+    corrector = Corrector.from_config(CRAGConfig(), web_search=ReplaySearch(recorded_web_path()), evaluator=evaluator)
     batch = items()
     many = corrector.correct_many(batch) if mode == "sync" else asyncio.run(corrector.acorrect_many(batch))
     one_by_one = [corrector.correct(q, p) for q, p in batch]
@@ -50,7 +51,7 @@ def test_correct_many_equals_correct_in_order(mode):
 
 
 def test_model_scores_are_the_same_across_queries(tiny_bert):
-    corrector = CRAGConfig(evaluator=f"cross-encoder:{tiny_bert}", upper=0.0, lower=-0.5).build()
+    corrector = Corrector.from_config(CRAGConfig(evaluator=f"cross-encoder:{tiny_bert}", upper=0.0, lower=-0.5))
     assert isinstance(corrector.evaluator, CrossEncoderEvaluator)
     batch = items()[:3]
     many = corrector.correct_many(batch)
@@ -60,7 +61,7 @@ def test_model_scores_are_the_same_across_queries(tiny_bert):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_one_failing_query_never_loses_the_others(mode):
-    corrector = CRAGConfig(upper=0.95, lower=0.9).build(web_search=InMemorySearch([]))
+    corrector = Corrector.from_config(CRAGConfig(upper=0.95, lower=0.9), web_search=InMemorySearch([]))
     batch = [(None, ["x"]), *items()[:3], (42, ["y"])]
     many = corrector.correct_many(batch) if mode == "sync" else asyncio.run(corrector.acorrect_many(batch))
     assert isinstance(many[0], FailedCorrection) and "string" in many[0].error

@@ -5,7 +5,14 @@ import json
 
 import pytest
 
-from crag_shared import CombinedEvaluator, EmbeddingEvaluator, LexicalEvaluator, evaluator_from_spec
+from crag_shared import (
+    EmbeddingEvaluator,
+    LexicalEvaluator,
+    evaluator_from_spec,
+    evaluator_spec,
+    load_combination,
+    save_combination,
+)
 from crag_shared.tools.cli import main
 from crag_shared.tools.combine import fit_combination, logistic_regression
 from crag_shared.tools.data import Pair
@@ -33,14 +40,15 @@ def test_logistic_regression_recovers_a_separating_direction():
 def test_fit_save_load_reproduces_scores(tiny_bert, tmp_path):
     members = [LexicalEvaluator(), EmbeddingEvaluator(str(tiny_bert))]
     combined = fit_combination(members, pairs(), progress=False)
-    assert combined.report["pairs"] == 6 and set(combined.report["member_pair_auroc"]) == {m.spec for m in members}
+    assert combined.report["pairs"] == 6
+    assert set(combined.report["member_pair_auroc"]) == {evaluator_spec(m) for m in members}
     path = tmp_path / "combined.json"
-    combined.save(path)
+    save_combination(combined, path)
     assert json.loads(path.read_text())["members"] == ["lexical", f"embedding:{tiny_bert}"]
     loaded = evaluator_from_spec(f"combined:{path}")
     texts = [p for _, p, _ in QUESTIONS]
     assert loaded.score(QUESTIONS[0][0], texts) == pytest.approx(combined.score(QUESTIONS[0][0], texts))
-    assert loaded.thresholds == combined.thresholds and loaded.spec == f"combined:{path}"
+    assert loaded.thresholds == combined.thresholds and evaluator_spec(loaded) == f"combined:{path}"
     scores = loaded.score(QUESTIONS[0][0], texts)
     assert all(-1 <= s <= 1 for s in scores)
     assert loaded.score(QUESTIONS[0][0], texts[:1]) == pytest.approx(scores[:1])  # batch-independent
@@ -54,12 +62,13 @@ def test_a_format_1_file_keeps_the_sentence_unit_its_embedding_was_fitted_with(t
              "bias": -0.5, "thresholds": [0.0, -0.8]}
     path = tmp_path / "old.json"
     path.write_text(json.dumps(saved))
-    old = CombinedEvaluator.load(path)
-    assert old.members[1].unit == "sentence" and old.members[1].spec == f"onnx-embedding-sentence:{tiny_bert}"
+    old = load_combination(path)
+    assert old.members[1].unit == "sentence"
+    assert evaluator_spec(old.members[1]) == f"onnx-embedding-sentence:{tiny_bert}"
     path.write_text(json.dumps({**saved, "format": 2}))
-    assert CombinedEvaluator.load(path).members[1].unit == "matched"
-    old.save(tmp_path / "resaved.json")
-    assert CombinedEvaluator.load(tmp_path / "resaved.json").members[1].unit == "sentence"
+    assert load_combination(path).members[1].unit == "matched"
+    save_combination(old, tmp_path / "resaved.json")
+    assert load_combination(tmp_path / "resaved.json").members[1].unit == "sentence"
 
 
 def test_fit_combination_cli(tmp_path, capsys):
@@ -111,16 +120,17 @@ def test_the_shipped_combination_loads_by_name_and_takes_local_members(tiny_bert
     from crag_shared.evaluators import SHIPPED_COMBINATIONS, EmbeddingEvaluator, LexicalEvaluator
 
     shipped = evaluator_from_spec("combined:lexical-minilm")
-    assert shipped.spec == "combined:lexical-minilm" and evaluator_from_spec(shipped.spec).weights == shipped.weights
+    assert evaluator_spec(shipped) == "combined:lexical-minilm"
+    assert evaluator_from_spec(evaluator_spec(shipped)).weights == shipped.weights
     assert isinstance(shipped.members[0], LexicalEvaluator) and all(w > 0 for w in shipped.weights)
     assert shipped.thresholds == (0.0, -0.8)  # probability 0.5 and 0.1, not the fitting set's Eq. 2 choice
-    local = CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json",
+    local = load_combination(SHIPPED_COMBINATIONS / "lexical-minilm.json",
                                    members=["lexical", f"embedding:{tiny_bert}"])
     assert isinstance(local.members[1], EmbeddingEvaluator) and local.weights == shipped.weights
-    local.save(tmp_path / "mine.json")
-    mine = evaluator_from_spec(local.spec)
-    assert mine.members[1].spec == f"embedding:{tiny_bert}"
+    save_combination(local, tmp_path / "mine.json")
+    mine = evaluator_from_spec(evaluator_spec(local))
+    assert evaluator_spec(mine.members[1]) == f"embedding:{tiny_bert}"
     assert mine.score("capital of france", ["paris is the capital", "x"]) == pytest.approx(
         local.score("capital of france", ["paris is the capital", "x"]))
     with pytest.raises(ValueError, match="1 member specs given for 2"):
-        CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=["lexical"])
+        load_combination(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=["lexical"])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from crag_shared import Corrector, EmbeddingEvaluator, evaluator_from_spec
+from crag_shared import Corrector, EmbeddingEvaluator, evaluator_from_spec, evaluator_spec
 from crag_shared.evaluators import embedding_unit
 
 QUERY = "what is henry feilden occupation"
@@ -25,7 +25,7 @@ def test_scores_are_batch_independent_and_in_range(tiny_bert):
 def test_sentence_unit_scores_a_passage_by_its_best_sentence(tiny_bert):
     by_sentence = EmbeddingEvaluator(str(tiny_bert), unit="sentence")
     by_passage = EmbeddingEvaluator(str(tiny_bert), unit="passage")
-    assert by_passage.thresholds == (0.3, -0.3) and by_passage.spec == f"embedding-passage:{tiny_bert}"
+    assert by_passage.thresholds == (0.3, -0.3) and evaluator_spec(by_passage) == f"embedding-passage:{tiny_bert}"
     sentences = ["Henry Feilden was an English politician.", "The Eiffel Tower stands in Paris.",
                  "It rained all day."]
     passage = " ".join(sentences)
@@ -40,8 +40,8 @@ def test_sentence_unit_scores_a_passage_by_its_best_sentence(tiny_bert):
 def test_each_unit_has_its_spec(tiny_bert):
     for unit, kind in (("matched", "embedding"), ("sentence", "embedding-sentence"), ("passage", "embedding-passage")):
         evaluator = EmbeddingEvaluator(str(tiny_bert), unit=unit)
-        assert evaluator.spec == f"{kind}:{tiny_bert}"
-        assert evaluator_from_spec(evaluator.spec).unit == unit
+        assert evaluator_spec(evaluator) == f"{kind}:{tiny_bert}"
+        assert evaluator_from_spec(evaluator_spec(evaluator)).unit == unit
         assert evaluator_from_spec(f"onnx-{kind}:{tiny_bert}").unit == unit
         assert embedding_unit(kind) == unit and embedding_unit(f"onnx-{kind}") is None
     assert EmbeddingEvaluator(str(tiny_bert)).unit == "matched"
@@ -67,7 +67,8 @@ def test_matched_unit_embeds_only_the_sentences_that_match_the_question():
 
 def test_spec_round_trip_and_clear_errors(tiny_bert, tmp_path):
     evaluator = evaluator_from_spec(f"embedding:{tiny_bert}")
-    assert isinstance(evaluator, EmbeddingEvaluator) and evaluator_from_spec(evaluator.spec).spec == evaluator.spec
+    spec = evaluator_spec(evaluator)
+    assert isinstance(evaluator, EmbeddingEvaluator) and evaluator_spec(evaluator_from_spec(spec)) == spec
     with pytest.raises(ValueError, match="no such file"):
         evaluator_from_spec(f"embedding:{tmp_path / 'typo'}")
     with pytest.raises(ValueError, match="framework's embedding model"):
@@ -154,7 +155,7 @@ def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path
     assert main(["export-onnx", str(tiny_bert), str(tmp_path / "int8"), "--embedding"]) == 0
     spec = f"onnx-embedding:{tmp_path / 'int8'}"
     int8 = evaluator_from_spec(spec)
-    assert isinstance(int8, OnnxEmbeddingEvaluator) and int8.spec == spec
+    assert isinstance(int8, OnnxEmbeddingEvaluator) and evaluator_spec(int8) == spec
     assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.1)
     # int8 activations are scaled per batch, so int8 embeds each text alone: exactly batch-independent
     together = int8.encode(TEXTS)

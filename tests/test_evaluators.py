@@ -11,6 +11,7 @@ from crag_shared import (
     LLMEvaluator,
     T5Evaluator,
     evaluator_from_spec,
+    evaluator_spec,
 )
 from crag_shared.evaluators.hf import require_torch
 from crag_shared.evaluators.llm import NEUTRAL, parse_numbered, parse_verdict
@@ -145,7 +146,7 @@ def test_t5_evaluator_scores_raw_logit_of_query_sep_passage(tiny_t5):
     with torch.no_grad():
         logit = model(**tok(["capital of france [SEP] the eiffel tower"], return_tensors="pt")).logits[0, 0]
     assert scores[1] == pytest.approx(max(-1.0, min(1.0, float(logit))), abs=1e-5)
-    assert ev.thresholds == (0.59, -0.99) and ev.spec == f"t5:{tiny_t5}"
+    assert ev.thresholds == (0.59, -0.99) and evaluator_spec(ev) == f"t5:{tiny_t5}"
 
 
 @pytest.mark.slow
@@ -255,7 +256,7 @@ def test_an_untrained_head_is_refused_unless_allowed(tmp_path, tiny_bert):
 def test_evaluator_specs_round_trip(tiny_bert):
     assert isinstance(evaluator_from_spec("lexical"), LexicalEvaluator)
     ce = evaluator_from_spec(f"cross-encoder:{tiny_bert}")
-    assert isinstance(ce, CrossEncoderEvaluator) and evaluator_from_spec(ce.spec).model_name == ce.model_name
+    assert isinstance(ce, CrossEncoderEvaluator) and evaluator_from_spec(evaluator_spec(ce)).model_name == ce.model_name
     assert isinstance(evaluator_from_spec("t5:some/dir"), T5Evaluator)
     with pytest.raises(ValueError, match="unknown evaluator spec"):
         evaluator_from_spec("bm25")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crag_shared import CRAGConfig, LexicalEvaluator, StripRefiner
+from crag_shared import Corrector, CRAGConfig, LexicalEvaluator, StripRefiner
+from crag_shared.corrector.configured import config_evaluator
 from crag_shared.language import analyzer, detect_language
 from crag_shared.rewrite import QueryRewriter, keyword_query
 from crag_shared.sentences import sentence_spans
@@ -112,11 +113,11 @@ def test_offline_keywords_keep_the_questions_language(language, question, expect
 
 # -- settings ---------------------------------------------------------------------------------------------
 def test_a_language_reaches_every_part_and_the_trace(scripted_llm):
-    corrector = CRAGConfig(language="auto").build()
+    corrector = Corrector.from_config(CRAGConfig(language="auto"))
     result = corrector.correct(ZH_QUESTION, [ZH_RELEVANT, ZH_OTHER])
     assert result.trace.find("input")[0].language == "zh" and result.action.value == "correct"
     assert corrector.refiner.language == corrector.rewriter.language == "auto"
-    assert CRAGConfig(language="ja").make_evaluator().language == "ja"
+    assert config_evaluator(CRAGConfig(language="ja")).language == "ja"
     assert CRAGConfig.from_dict(CRAGConfig(language="de").to_dict()).language == "de"
 
 

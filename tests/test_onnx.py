@@ -13,6 +13,7 @@ from crag_shared import (
     EvaluatorConfigurationError,
     OnnxCrossEncoderEvaluator,
     evaluator_from_spec,
+    evaluator_spec,
 )
 from crag_shared.evaluators.onnx_export import MANIFEST, SESSION_DISABLED_OPTIMIZERS, default_export_dir, export_onnx
 from crag_shared.tools.cli import main
@@ -118,7 +119,7 @@ def test_export_directory_loads_without_torch_or_transformers_and_through_specs(
     shown = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                       check=True).stdout.strip().splitlines()[-1])
     assert shown == {"torch": False, "scores": pytest.approx(expected, abs=1e-6)}
-    assert evaluator_from_spec(f"onnx:{tmp_path / 'exported'}").spec == f"onnx:{tmp_path / 'exported'}"
+    assert evaluator_spec(evaluator_from_spec(f"onnx:{tmp_path / 'exported'}")) == f"onnx:{tmp_path / 'exported'}"
     with pytest.raises(ValueError, match="quantized export; pass quantize=True"):
         OnnxCrossEncoderEvaluator(str(tmp_path / "exported"), quantize=False).warm_up()
 

@@ -57,7 +57,7 @@ def test_four_entry_points_agree(store, question, settings):
     replay = ReplaySearch(recorded_web_path())
     config = CRAGConfig(**settings)
 
-    core = config.build(web_search=replay).correct(question, [d.content for d in retrieved])
+    core = Corrector.from_config(config, web_search=replay).correct(question, [d.content for d in retrieved])
 
     component = CRAG(web_search=ReplayWebSearch(str(recorded_web_path())), **settings).run(
         query=question, documents=retrieved)
@@ -84,7 +84,7 @@ def test_four_entry_points_agree(store, question, settings):
 def test_the_table_covers_every_action_and_an_abstention(store):
     seen, abstained = set(), 0
     for settings in SETTINGS:
-        corrector = CRAGConfig(**settings).build(web_search=ReplaySearch(recorded_web_path()))
+        corrector = Corrector.from_config(CRAGConfig(**settings), web_search=ReplaySearch(recorded_web_path()))
         for question in TABLE:
             docs = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
             seen.add(corrector.judge(question, [d.content for d in docs]).action.value)
@@ -116,7 +116,7 @@ def test_without_web_every_entry_point_abstains_on_incorrect_or_keeps_its_best_s
 def test_a_model_evaluator_judges_web_strips_in_the_pipeline_too(store, tiny_bert, question):
     settings = {"evaluator": f"cross-encoder:{tiny_bert}", "upper": 0.99, "lower": 0.98}
     retrieved = InMemoryBM25Retriever(store, top_k=3).run(query=question)["documents"]
-    core = CRAGConfig(**settings).build(web_search=ReplaySearch(recorded_web_path())).correct(
+    core = Corrector.from_config(CRAGConfig(**settings), web_search=ReplaySearch(recorded_web_path())).correct(
         question, [d.content for d in retrieved])
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
                                    web_search=ReplayWebSearch(str(recorded_web_path())), **settings)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from crag_shared.config import CRAGConfig
+from crag_shared.corrector import Corrector
 from crag_shared.tools.batch import run
 from crag_shared.tools.cli import main
 
@@ -48,7 +49,7 @@ def test_ray_engine_writes_what_the_local_engine_writes_and_resumes(ray_cluster,
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     config = CRAGConfig(evaluator="lexical")
     local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
-    run(config.build(), data, local, batch_size=3, progress=False)
+    run(Corrector.from_config(config), data, local, batch_size=3, progress=False)
 
     run_on_ray(config, data, on_ray, batch_size=3, limit=4, progress=False)  # as if stopped after 4
     assert [r["id"] for r in _records(on_ray)] == ["q0", "q1", "q2", "q3"]

@@ -1,6 +1,7 @@
 import pytest
 
 from crag_shared import CRAGConfig, Origin, Passage, StripRefiner
+from crag_shared.corrector.configured import config_refiner
 
 
 def words(n, word="w"):
@@ -128,7 +129,7 @@ def test_max_strip_chars_is_a_checked_setting():
         StripRefiner(max_strip_chars=10)
     with pytest.raises(ValueError, match="max_strip_chars"):
         CRAGConfig(max_strip_chars="2000")  # type: ignore[arg-type]
-    assert CRAGConfig(max_strip_chars=300).refiner().max_strip_chars == 300
+    assert config_refiner(CRAGConfig(max_strip_chars=300)).max_strip_chars == 300
 
 
 def test_long_texts_are_split_in_bounded_pieces_with_the_same_sentences():

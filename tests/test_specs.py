@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from crag_shared import CombinedEvaluator, LexicalEvaluator, LLMEvaluator, ReplaySearch, evaluator_from_spec
+from crag_shared import (
+    CombinedEvaluator,
+    LexicalEvaluator,
+    LLMEvaluator,
+    ReplaySearch,
+    evaluator_from_spec,
+    evaluator_spec,
+    save_combination,
+)
 from crag_shared.adapter import saved_evaluator
 from crag_shared.demo import recorded_web_path
 from crag_shared.evaluators import EVALUATOR_SPECS
@@ -25,25 +33,25 @@ def same(a, b):
 def test_every_model_kind_round_trips(kind, tiny_bert, tiny_t5):
     path = str(tiny_t5 if kind == "t5" else tiny_bert)
     evaluator = evaluator_from_spec(f"{kind}:{path}")
-    assert evaluator.spec == f"{kind}:{path}"
-    assert same(evaluator_from_spec(evaluator.spec), evaluator)
+    assert evaluator_spec(evaluator) == f"{kind}:{path}"
+    assert same(evaluator_from_spec(evaluator_spec(evaluator)), evaluator)
 
 
 def test_lexical_llm_judge_and_combination_round_trip(scripted_llm, tmp_path):
-    assert evaluator_from_spec(LexicalEvaluator().spec).spec == "lexical"
+    assert evaluator_spec(evaluator_from_spec(evaluator_spec(LexicalEvaluator()))) == "lexical"
     llm = scripted_llm()
     for mode, spec in (("batched", "llm"), ("per_document", "llm:per_document")):
         judge = LLMEvaluator(llm, mode=mode)
-        assert judge.spec == spec and same(evaluator_from_spec(judge.spec, llm=llm), judge)
+        assert evaluator_spec(judge) == spec and same(evaluator_from_spec(evaluator_spec(judge), llm=llm), judge)
         assert saved_evaluator(judge) == (spec, None)  # what a saved adapter config records
     combination = CombinedEvaluator([LexicalEvaluator()], [2.0], -1.0, thresholds=(0.2, -0.6))
     with pytest.raises(NotImplementedError, match="save"):
-        _ = combination.spec
-    combination.save(tmp_path / "c.json")
-    loaded = evaluator_from_spec(combination.spec)
+        _ = evaluator_spec(combination)
+    save_combination(combination, tmp_path / "c.json")
+    loaded = evaluator_from_spec(evaluator_spec(combination))
     assert same(loaded, combination) and loaded.thresholds == (0.2, -0.6)
     shipped = evaluator_from_spec("combined:lexical-minilm")
-    assert shipped.spec == "combined:lexical-minilm"
+    assert evaluator_spec(shipped) == "combined:lexical-minilm"
 
 
 def test_what_no_spec_can_say_is_refused_loudly(scripted_llm):
@@ -51,7 +59,7 @@ def test_what_no_spec_can_say_is_refused_loudly(scripted_llm):
         pass
 
     with pytest.raises(NotImplementedError, match="Tuned cannot be described"):
-        _ = Tuned().spec
+        _ = evaluator_spec(Tuned())
     recorded, _ = saved_evaluator(Tuned())
     assert recorded.startswith("custom:") and recorded.endswith("Tuned")
     with pytest.raises(ValueError, match="pass the instance itself"):

@@ -5,7 +5,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CorrectionResult, CRAGConfig, Passage, RetrievalEvaluator, WebSearch
+from crag_shared.adapter import CorrectionResult, Corrector, CRAGConfig, Passage, RetrievalEvaluator, WebSearch
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
@@ -107,7 +107,7 @@ class CRAG(Lifecycle):
         self.chat_generator = chat_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        self._corrector = self.config.build(llm=as_llm(chat_generator), evaluator=evaluator_for(
+        self._corrector = Corrector.from_config(self.config, llm=as_llm(chat_generator), evaluator=evaluator_for(
             self.config, text_embedder, document_embedder, instance))
         self._ready = False
 

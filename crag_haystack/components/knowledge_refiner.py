@@ -5,7 +5,7 @@ from typing import Any, Literal
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CRAGConfig, Refinement, RetrievalEvaluator
+from crag_shared.adapter import Corrector, CRAGConfig, Refinement, RetrievalEvaluator
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting
@@ -80,7 +80,7 @@ class KnowledgeRefiner(Lifecycle):
                             max_strip_chars=max_strip_chars, language=language)
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        self._corrector = config.build(llm=as_llm(chat_generator),
+        self._corrector = Corrector.from_config(config, llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
     def warm_up(self) -> None:

@@ -8,7 +8,15 @@ from typing import Any, Literal
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import Action, ActionPolicy, CRAGConfig, Judgment, RetrievalEvaluator, abstention_for
+from crag_shared.adapter import (
+    Action,
+    ActionPolicy,
+    Corrector,
+    CRAGConfig,
+    Judgment,
+    RetrievalEvaluator,
+    abstention_for,
+)
 
 from ..convert import checked_documents, scored_copy, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
@@ -94,7 +102,7 @@ class RetrievalRouter(Lifecycle):
         config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             upper=upper, lower=lower, thresholds_path=thresholds_path,
                             score_titles=score_titles, on_web_failure=on_web_failure, language=language)
-        self._corrector = config.build(llm=as_llm(chat_generator),
+        self._corrector = Corrector.from_config(config, llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
     def warm_up(self) -> None:

@@ -10,7 +10,8 @@ import math
 import numbers
 from collections.abc import Iterable
 
-from ..evaluators.base import Evaluation, RetrievalEvaluator, clip, describe
+from ..evaluators.base import Evaluation, RetrievalEvaluator, clip
+from ..evaluators.spec import describe
 from ..types import Passage, Trace, WebResult, WebSearchResponse
 from ..web.base import WebSearch
 from .protocol import Failed

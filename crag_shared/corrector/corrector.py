@@ -13,14 +13,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
 from ..aio import in_thread
-from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator, describe
+from ..config import CRAGConfig
+from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
 from ..evaluators.lexical import LexicalEvaluator
+from ..evaluators.spec import describe
+from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
 from ..types import CorrectionResult, FailedCorrection, Judgment, Passage, Refinement, WebOutcome
 from ..web.base import WebSearch
 from .checks import check_query, checked_response
+from .configured import corrector_parts
 from .many import answers_for, many_walks, result_of, score_requests, web_requests
 from .protocol import (
     Answer,
@@ -94,6 +98,15 @@ class Corrector(Walks):
         self.fallback_evaluator = fallback_evaluator
         self.score_titles = score_titles
         self._told_no_web = False
+
+    @classmethod
+    def from_config(cls, config: CRAGConfig, *, llm: LLM | None = None, web_search: WebSearch | None = None,
+                    evaluator: RetrievalEvaluator | None = None) -> Corrector:
+        """A Corrector with `config`'s settings; `llm` serves the rewriter (and the LLM judge if chosen), and
+        `evaluator` replaces the one the config names (an instance its spec cannot rebuild)."""
+        if not isinstance(config, CRAGConfig):
+            raise TypeError(f"from_config takes a CRAGConfig, got {type(config).__name__}")
+        return cls(web_search=web_search, **corrector_parts(config, llm, evaluator))
 
     # -- drivers --------------------------------------------------------------------------------------
     def correct(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:

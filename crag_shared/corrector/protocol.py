@@ -12,8 +12,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypeVar
 
-from .. import policy as policies  # a module: `crag_shared.types` imports this one while policy may be loading
 from ..evaluators.base import Evaluation, RetrievalEvaluator
+from ..policy import ActionPolicy
 from ..rewrite import Rewrite
 from ..types import CorrectionResult, WebSearchResponse
 
@@ -70,7 +70,7 @@ class ScoringState:
     """Per-query state: the evaluator in use (it changes on fallback), its policy, and the score cache."""
 
     evaluator: RetrievalEvaluator
-    policy: policies.ActionPolicy
+    policy: ActionPolicy
     cache: dict[str, float] = field(default_factory=dict)
 
 

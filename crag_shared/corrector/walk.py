@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
-from ..evaluators.base import RetrievalEvaluator, describe
+from ..evaluators.base import RetrievalEvaluator
+from ..evaluators.spec import describe
 from ..language import resolve
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -47,8 +48,8 @@ from ..types import (
     WebOutcome,
 )
 from ..web.base import WebSearch
-from ..web.outcome import read_search
 from .checks import as_passages, check_query, checked_scores, query_text
+from .outcome import read_search
 from .protocol import (
     Answer,
     BothRequest,
@@ -301,7 +302,7 @@ def resume(walk: Step[T], answer: Answer) -> Step[T]:
 
 def _state(judgment: Judgment) -> ScoringState:
     """The scoring state a judgment carries (set by the judge slice: scorer in use and its cache)."""
-    if judgment.state is None:
+    if not isinstance(judgment.state, ScoringState):
         raise TypeError("this Judgment carries no scoring state: take it from Corrector.judge()")
     return judgment.state
 

@@ -14,9 +14,13 @@ from .onnx_embedding import OnnxEmbeddingEvaluator
 from .spec import (
     EVALUATOR_SPECS,
     SHIPPED_COMBINATIONS,
+    describe,
     embedding_unit,
     evaluator_from_spec,
     evaluator_kind,
+    evaluator_spec,
+    load_combination,
+    save_combination,
     shared_evaluator,
 )
 from .t5 import T5Evaluator
@@ -35,8 +39,12 @@ __all__ = [
     "OnnxEmbeddingEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
+    "describe",
     "embedding_unit",
     "evaluator_from_spec",
     "evaluator_kind",
+    "evaluator_spec",
+    "load_combination",
+    "save_combination",
     "shared_evaluator",
 ]

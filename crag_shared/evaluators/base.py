@@ -7,7 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from ..aio import in_thread
 
@@ -43,14 +43,6 @@ class RetrievalEvaluator(ABC):
         """The thresholds given to this instance (`_thresholds`), else the backend's defaults."""
         own = getattr(self, "_thresholds", None)
         return (own[0], own[1]) if own is not None else self.default_thresholds
-
-    @property
-    def spec(self) -> str:
-        """A short string that `evaluator_from_spec` turns back into an equal evaluator, written by the spec
-        table (`EVALUATOR_SPECS`); NotImplementedError for a class it does not know (your own, a subclass)."""
-        from .spec import EVALUATOR_SPECS
-
-        return EVALUATOR_SPECS.write(self)
 
     def warm_up(self) -> None:
         """Load models; called automatically on first use, and idempotent."""
@@ -128,20 +120,3 @@ def clip(value: float) -> float:
 
 #: Constructor parameters that a spec carries itself (its target) or the adapter passes again.
 _SPEC_CARRIED = frozenset({"self", "model", "llm", "members", "weights", "bias"})  # combined: in its file
-
-
-class Described(Protocol):
-    """Anything with an evaluator spec (which may raise NotImplementedError)."""
-
-    @property
-    def spec(self) -> str:
-        """The spec that rebuilds it."""
-        ...
-
-
-def describe(evaluator: Described) -> str:
-    """The evaluator's spec, or its class name when no spec describes it (for messages and traces)."""
-    try:
-        return evaluator.spec
-    except NotImplementedError:
-        return type(evaluator).__name__

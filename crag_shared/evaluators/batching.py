@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .base import Described, Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, describe
+from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
 #: CPU: small, exactly padded batches (padding is paid in compute). GPU (CUDA/MPS): room for many
@@ -30,9 +30,10 @@ DEVICE_BATCHING = {"cpu": (16, 512, 1), "gpu": (256, 32768, 16)}
 CHARS_PER_TOKEN_CAP = 8
 
 
-class Loadable(Described, Protocol):
-    """What `load_once` needs of an evaluator: its model slot, a lock, the loader and its spec."""
+class Loadable(Protocol):
+    """What `load_once` needs of an evaluator: its model's name, its model slot, a lock and the loader."""
 
+    model_name: str | None
     _model: Any
     _lock: threading.RLock
 
@@ -48,7 +49,8 @@ def load_once(evaluator: Loadable) -> None:
             try:
                 evaluator._load()
             except (OSError, ValueError) as error:
-                raise EvaluatorConfigurationError(f"cannot use evaluator {describe(evaluator)}: {error}") from error
+                raise EvaluatorConfigurationError(f"cannot use evaluator {type(evaluator).__name__}"
+                                                  f"({evaluator.model_name!r}): {error}") from error
 
 
 class BatchedPairEvaluator(RetrievalEvaluator):

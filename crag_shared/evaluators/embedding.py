@@ -13,12 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ..language import check_language, resolve
+from ..language import QuestionWords, check_language, resolve
 from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
 from .hf import pick_device, require_torch
-from .lexical import QuestionWords
 from .pooling import mean_pooled
 
 #: texts -> one embedding per text (a framework's embedding model, or our HF encoder)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -16,7 +16,7 @@ from ..specs import Kind, SpecTable
 from .base import RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
-from .embedding import SPEC_SUFFIX, EmbeddingEvaluator, Unit
+from .embedding import SPEC_SUFFIX, EmbeddingEvaluator, Unit, embedding_kind
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
@@ -25,7 +25,7 @@ from .t5 import T5Evaluator
 
 #: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
 #: cosine (unit "matched"), fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
-#: `CombinedEvaluator.load(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]).save("mine.json")`.
+#: `save_combination(load_combination(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]), "mine.json")`.
 SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
 
 
@@ -59,8 +59,8 @@ def _combination(target: str, **kwargs: Any) -> CombinedEvaluator:
     shipped = SHIPPED_COMBINATIONS / f"{target}.json"
     if "/" in target or not shipped.is_file():
         _must_exist(f"combined:{target}", target)
-        return CombinedEvaluator.load(target, **kwargs)
-    combination = CombinedEvaluator.load(shipped, **kwargs)
+        return load_combination(target, **kwargs)
+    combination = load_combination(shipped, **kwargs)
     combination.path = target  # its spec stays `combined:NAME`, wherever crag is installed
     return combination
 
@@ -99,6 +99,66 @@ EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
 ])
 
 
+def evaluator_spec(evaluator: RetrievalEvaluator) -> str:
+    """The short string that `evaluator_from_spec` turns back into an equal evaluator ("lexical",
+    "t5:PATH"...); NotImplementedError for a class no spec describes (your own, a subclass)."""
+    return EVALUATOR_SPECS.write(evaluator)
+
+
+def describe(evaluator: RetrievalEvaluator) -> str:
+    """The evaluator's spec, or its class name when no spec describes it (for messages and traces)."""
+    try:
+        return evaluator_spec(evaluator)
+    except NotImplementedError:
+        return type(evaluator).__name__
+
+
+#: 2: `embedding:` / `onnx-embedding:` members mean the unit "matched"; in format 1 files they meant the
+#: unit "sentence", which `load_combination` keeps for them (as `embedding-sentence:`), so old fits reproduce.
+COMBINATION_FORMAT = 2
+
+
+def combination_dict(combination: CombinedEvaluator) -> dict[str, Any]:
+    """A combination as JSON-ready values: its members' specs, weights, bias, thresholds and fit report."""
+    return {"format": COMBINATION_FORMAT, "members": [evaluator_spec(m) for m in combination.members],
+            "weights": combination.weights, "bias": combination.bias,
+            "thresholds": list(combination.thresholds), "report": combination.report}
+
+
+def save_combination(combination: CombinedEvaluator, path: str | Path) -> None:
+    """Write a combination as JSON, readable by `load_combination` and the spec `combined:PATH`."""
+    Path(path).write_text(json.dumps(combination_dict(combination), indent=2) + "\n")
+    combination.path = str(path)
+
+
+def load_combination(path: str | Path, members: Sequence[str] | None = None) -> CombinedEvaluator:
+    """The combination in `path`. `members` replaces its member specs, in order, with the same models where
+    you keep them (a shipped file names the encoder by hub id: pass your local copy, or its ONNX export,
+    e.g. `["lexical", "onnx-embedding:./all-MiniLM-L6-v2"]`)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") not in (1, COMBINATION_FORMAT):
+            raise ValueError(f"format {data.get('format')!r}, expected {COMBINATION_FORMAT}")
+        saved = [_sentence_unit(spec) if data["format"] == 1 else spec for spec in data["members"]]
+        specs = saved if members is None else list(members)
+        if len(specs) != len(data["members"]):
+            raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
+        evaluators = [evaluator_from_spec(spec) for spec in specs]
+        return CombinedEvaluator(evaluators, data["weights"], data["bias"], thresholds=tuple(data["thresholds"]),
+                                 path=str(path), report=data.get("report"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
+
+
+def _sentence_unit(spec: str) -> str:
+    """A format 1 member spec as it reads today: `embedding:X` -> `embedding-sentence:X` (same for ONNX)."""
+    kind, _, target = spec.partition(":")
+    embedding = embedding_kind(kind.strip().lower())
+    if embedding and embedding[1] == "matched" and target:
+        return f"{embedding[0]}{SPEC_SUFFIX['sentence']}:{target}"
+    return spec
+
+
 def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> RetrievalEvaluator:
     """Build an evaluator from its spec (`EVALUATOR_SPECS.grammar()`): 'lexical', 't5:PATH_OR_ID',
     'cross-encoder:PATH_OR_ID', 'onnx:PATH_OR_ID', 'embedding[-sentence|-passage]:PATH_OR_ID' (bi-encoder
@@ -135,7 +195,7 @@ def evaluator_options(evaluator: RetrievalEvaluator) -> dict[str, Any]:
 
     Raises NotImplementedError naming what cannot be saved: a class no spec describes (your own, a
     subclass), or a setting that is not plain data (a function, a model object)."""
-    spec = evaluator.spec
+    spec = evaluator_spec(evaluator)
     unit = embedding_unit(spec)
     if isinstance(evaluator, EmbeddingEvaluator) and unit:  # the framework's model, which the adapter passes again
         settings = evaluator.init_parameters()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import CRAGConfig
+from ..corrector import Corrector
 from ..types import Passage
 from ..web.spec import web_search_from_spec
 from .batch import Job, exclusive, pending_jobs, record_lines, write_all
@@ -58,7 +59,7 @@ class CorrectBatch:
     """The actor: one Corrector per actor, built from the plain config (and web spec) it was sent."""
 
     def __init__(self, config: dict[str, Any], web: str) -> None:
-        self.corrector = CRAGConfig.from_dict(config).build(web_search=web_search_from_spec(web))
+        self.corrector = Corrector.from_config(CRAGConfig.from_dict(config), web_search=web_search_from_spec(web))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         lines = record_lines(self.corrector, [_job(row) for row in batch["job"]])

@@ -204,14 +204,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _fit_combination(args: argparse.Namespace) -> int:
-    from ..evaluators import evaluator_from_spec
+    from ..evaluators import evaluator_from_spec, evaluator_spec, save_combination
     from .combine import fit_combination
 
     _writable(args.out, "--out")
     members = [evaluator_from_spec(spec) for spec in args.member]
     combined = fit_combination(members, _load(args), l2=args.l2)
-    combined.save(args.out)
-    weights = ", ".join(f"{m.spec} {w:+.3f}" for m, w in zip(members, combined.weights))
+    save_combination(combined, args.out)
+    weights = ", ".join(f"{evaluator_spec(m)} {w:+.3f}" for m, w in zip(members, combined.weights))
     print(f"weights: {weights}; bias {combined.bias:+.3f}; thresholds upper {combined.thresholds[0]:+.2f}, "
           f"lower {combined.thresholds[1]:+.2f}; pair AUROC on the fitting data "
           f"{combined.report['fit_pair_auroc']:.3f}\nwritten: {args.out} (use evaluator='combined:{args.out}')")
@@ -231,6 +231,8 @@ def _web_spec(spec: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from ..config import CRAGConfig
+    from ..corrector import Corrector
+    from ..corrector.configured import config_evaluator
     from ..web.spec import web_search_from_spec
     from .batch import run
 
@@ -245,13 +247,13 @@ def _run(args: argparse.Namespace) -> int:
         from .batch_ray import run_on_ray
 
         _needs("ray", "--engine ray needs Ray Data: pip install 'crag-shared[ray]'")
-        config.make_evaluator()  # a bad spec or a missing path fails here; actors load the model itself
+        config_evaluator(config)  # a bad spec or a missing path fails here; actors load the model itself
         run_on_ray(config, args.data, args.out, web=args.web, batch_size=args.batch_size, limit=args.limit,
                    actors=args.actors, num_gpus=args.num_gpus, log=sys.stdout)
         return 0
-    config.make_evaluator().warm_up()  # a bad evaluator spec or model fails before the output is opened
-    run(config.build(web_search=web), args.data, args.out, batch_size=args.batch_size, limit=args.limit,
-        log=sys.stdout)
+    config_evaluator(config).warm_up()  # a bad evaluator spec or model fails before the output is opened
+    run(Corrector.from_config(config, web_search=web), args.data, args.out, batch_size=args.batch_size,
+        limit=args.limit, log=sys.stdout)
     return 0
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.combined import CombinedEvaluator
+from ..evaluators.spec import evaluator_spec
 from .calibrate import fit_thresholds, score_by_query
 from .data import auroc
 
@@ -40,7 +41,7 @@ def fit_combination(members: Sequence[RetrievalEvaluator], pairs: Sequence[Any],
     combined.report = {"pairs": len(targets), "queries": len(labels),
                        "eq2_thresholds": [policy.upper, policy.lower],
                        "fit_pair_auroc": auroc(flat, [y for ys in labels for y in ys]),
-                       "member_pair_auroc": {m.spec: auroc([r[j] for r in rows], [t > 0 for t in targets])
+                       "member_pair_auroc": {evaluator_spec(m): auroc([r[j] for r in rows], [t > 0 for t in targets])
                                              for j, m in enumerate(members)}}
     return combined
 

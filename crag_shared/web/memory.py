@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..evaluators.lexical import LexicalEvaluator
+from ..language import QuestionWords
 from ..types import WebResult, WebSearchResponse
 from .base import check_search, split_paragraphs, titled_paragraphs
 
@@ -28,14 +28,14 @@ class InMemorySearch:
 
     def __init__(self, pages: Iterable[WebPage | Mapping[str, str]]) -> None:
         self.pages = [p if isinstance(p, WebPage) else WebPage(**p) for p in pages]
-        self._ranker = LexicalEvaluator()
         self.queries: list[str] = []
 
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """The pages sharing the most words with `query`, best first, split into paragraphs."""
         check_search(query, top_k)
         self.queries.append(query)
-        scores = self._ranker.score(query, [f"{p.title}\n{p.text}" for p in self.pages])
+        question = QuestionWords(query)
+        scores = [question.score(f"{p.title}\n{p.text}") for p in self.pages]
         ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])
         return self._respond(query, ranked[:top_k])
 

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from ...config import CRAGConfig
 from ...corrector import Corrector
-from ...evaluators import evaluator_from_spec
+from ...evaluators import evaluator_from_spec, evaluator_spec
 from ...sentences import sentence_spans
 from ...testing import FakeWeb
 from ...types import CorrectionResult
@@ -37,7 +37,7 @@ def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_s
         if web_delay is not None:
             web = stack.enter_context(FakeWeb(search_delay=web_delay))
             search = serve_recorded(web, load_recorded(bench, queries), delay=web_delay)
-        figures = _loop_against_many(out, load_popqa(bench, queries), config.build(web_search=search),
+        figures = _loop_against_many(out, load_popqa(bench, queries), Corrector.from_config(config, web_search=search),
                                      batch_size=batch_size, rounds=rounds, web_delay=web_delay)
     if engines:
         figures.update(compare_engines(out, bench, config, queries=queries, batch_size=batch_size, copies=copies,
@@ -68,7 +68,8 @@ def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector
     figures["speedup"] = figures["many_qps"] / figures["loop_qps"]
     web = ("no web" if web_delay is None else f"web on loopback answering in {web_delay * 1000:.0f} ms "
            f"({searched} queries searched)")
-    out.write(f"crag bench batch: {corrector.evaluator.spec}, {len(data)} PopQA queries x 10 passages, {web}, "
+    spec = evaluator_spec(corrector.evaluator)
+    out.write(f"crag bench batch: {spec}, {len(data)} PopQA queries x 10 passages, {web}, "
               f"best of {rounds}\n  per-query loop {figures['loop_qps']:.1f} queries/s | correct_many (batches of "
               f"{batch_size}) {figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: "
               f"{same}\n")
@@ -105,7 +106,7 @@ def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: in
                 path.unlink(missing_ok=True)
             sentence_spans.cache_clear()
             started = time.perf_counter()
-            run_locally(config.build(evaluator=evaluator_from_spec(config.evaluator)), data, local_out,
+            run_locally(Corrector.from_config(config, evaluator=evaluator_from_spec(config.evaluator)), data, local_out,
                         batch_size=batch_size, progress=False)
             local_times.append(time.perf_counter() - started)
             started = time.perf_counter()

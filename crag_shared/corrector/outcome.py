@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..rewrite import Rewrite
 from ..trace import Rewritten, Searched
 from ..types import Trace, WebOutcome, WebSearchResponse
-from .base import response_passages
+from ..web.base import response_passages
 
 
 def read_search(question: str, rewrite: Rewrite, response: WebSearchResponse | None,
