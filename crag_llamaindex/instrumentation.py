@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
-from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.base import BaseEvent
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared.adapter import CorrectionResult, WebOutcome, describe
-
-if TYPE_CHECKING:
-    from .postprocessor import CRAGPostprocessor
+from crag_shared.adapter import CorrectionResult, WebOutcome
 
 dispatcher = get_dispatcher(__name__)
 
@@ -99,17 +95,15 @@ async def aemit(result: CorrectionResult) -> None:
 
 
 @contextmanager
-def reranking(postprocessor: CRAGPostprocessor, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
-              ) -> Iterator[Callable[[list[NodeWithScore]], list[NodeWithScore]]]:
+def reranking(callback_manager: CallbackManager, model: str, top_n: int, nodes: list[NodeWithScore],
+              query_bundle: QueryBundle | None) -> Iterator[Callable[[list[NodeWithScore]], list[NodeWithScore]]]:
     """What LlamaIndex's own rerankers report around their work, so existing tracing (LlamaDebugHandler,
     OpenInference, Langfuse) shows CRAG as a rerank step: `ReRankStartEvent`/`ReRankEndEvent` on the
     dispatcher and a `CBEventType.RERANKING` event on the callback manager. Yields `done(nodes)`, which
-    records the output and returns it."""
-    model = f"crag:{describe(postprocessor.corrector.evaluator)}"
-    top_n = postprocessor.top_n or len(nodes)
+    records the output and returns it. `model` is the name the events carry (e.g. "crag:lexical")."""
     payload = {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model, EventPayload.TOP_K: top_n,
                EventPayload.QUERY_STR: query_bundle.query_str if query_bundle else ""}
-    with postprocessor.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+    with callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=top_n, model_name=model))
 
         def done(output: list[NodeWithScore]) -> list[NodeWithScore]:

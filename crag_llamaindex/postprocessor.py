@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +28,7 @@ from crag_shared.adapter import (
     WebSearch,
     check_judge_prompt,
     config_from,
+    describe,
     embedding_unit,
     evaluator_kind,
     evaluator_settings,
@@ -179,11 +181,17 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             evaluator.remember_query(query, query_bundle.embedding)
         return query, corrector
 
+    def _reranking(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+                   ) -> AbstractContextManager[Callable[[list[NodeWithScore]], list[NodeWithScore]]]:
+        """The rerank events LlamaIndex's own rerankers report, named after this postprocessor's judge."""
+        return reranking(self.callback_manager, f"crag:{describe(self.corrector.evaluator)}",
+                         self.top_n or len(nodes), nodes, query_bundle)
+
     def correct(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                 ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Postprocess and also return the full `CorrectionResult` (action, scores, trace)."""
         query, corrector = self._prepared(query_bundle)
-        with reranking(self, nodes, query_bundle) as done:
+        with self._reranking(nodes, query_bundle) as done:
             result = corrector.correct(query, [to_passage(n) for n in nodes])
             emit(result)
             return done(self.ranked(result, nodes)), result
@@ -192,7 +200,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
                        ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Async `correct`."""
         query, corrector = self._prepared(query_bundle)
-        with reranking(self, nodes, query_bundle) as done:
+        with self._reranking(nodes, query_bundle) as done:
             result = await corrector.acorrect(query, [to_passage(n) for n in nodes])
             await aemit(result)
             return done(self.ranked(result, nodes)), result
@@ -200,7 +208,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     async def adeliver(self, result: CorrectionResult, nodes: list[NodeWithScore],
                        query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         """A finished correction as ranked knowledge nodes, its events emitted (`CRAGWorkflow`'s last step)."""
-        with reranking(self, nodes, query_bundle or QueryBundle(result.query)) as done:
+        with self._reranking(nodes, query_bundle or QueryBundle(result.query)) as done:
             await aemit(result)
             return done(self.ranked(result, nodes))
 
