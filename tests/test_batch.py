@@ -117,7 +117,7 @@ def test_crag_run_groups_pairs_and_reports_bad_input(tmp_path, capsys):
 def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     import io
 
-    from crag_shared.tools.bench.batch import run
+    from benchmarks.batch import run
 
     out = io.StringIO()
     figures = run(out, bench_dir, "lexical", queries=8, batch_size=3, rounds=1)
@@ -126,9 +126,9 @@ def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
 
 @pytest.mark.slow
 def test_bench_batch_searches_the_recorded_web_concurrently(bench_dir, capsys):
-    from crag_shared.tools.cli import main
+    from benchmarks.cli import main
 
-    assert main(["bench", "batch", "--bench-dir", str(bench_dir), "--queries", "20", "--batch-size", "10",
+    assert main(["batch", "--bench-dir", str(bench_dir), "--queries", "20", "--batch-size", "10",
                  "--rounds", "1", "--web-delay", "0.05", "--upper", "0.6"]) == 0
     report = capsys.readouterr().out
     searched = int(report.split("answering in 50 ms (")[1].split(" queries searched")[0])

@@ -31,7 +31,7 @@ def _strip_texts(corrector, passages):
 
 
 def test_recall_bench_runs_on_a_few_questions(bench_dir):
-    from crag_shared.tools.bench.recall import has_answer_word, recorded_pages, run
+    from benchmarks.recall import has_answer_word, recorded_pages, run
 
     assert has_answer_word("He was a politician.", ["politician"])
     assert not has_answer_word("apolitician", ["politician"])
@@ -45,7 +45,7 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
 def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
     pytest.importorskip("haystack")
     pytest.importorskip("llama_index.core")
-    from crag_shared.tools.bench.abstain import ENTRY_POINTS, reached, run
+    from benchmarks.abstain import ENTRY_POINTS, reached, run
 
     assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
                                                                         "France. It is tall."}])
@@ -65,14 +65,14 @@ def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench
 
 @pytest.mark.slow
 def test_throughput_helpers_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
-    from crag_shared import T5Evaluator
-    from crag_shared.tools.bench.throughput import (
+    from benchmarks.throughput import (
         decision_latency,
         llm_calls_per_query,
         load_popqa,
         official_pairs_per_second,
         ours_pairs_per_second,
     )
+    from crag_shared import T5Evaluator
 
     data = load_popqa(bench_dir, 2)
     for evaluator in (CrossEncoderEvaluator(str(tiny_bert)), T5Evaluator(str(tiny_t5))):
@@ -97,8 +97,8 @@ def test_a_strip_differing_from_its_passage_only_in_whitespace_is_not_scored_aga
 def test_device_rows_run_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
     import io
 
-    from crag_shared.tools.bench.device import device_rows
-    from crag_shared.tools.bench.throughput import load_popqa
+    from benchmarks.device import device_rows
+    from benchmarks.throughput import load_popqa
 
     out = io.StringIO()
     models = {"bert": (CrossEncoderEvaluator, str(tiny_bert)), "t5": (T5Evaluator, str(tiny_t5))}
@@ -113,17 +113,17 @@ def test_device_rows_run_on_tiny_models(bench_dir, tiny_bert, tiny_t5):
 def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys):
     import torch
 
-    from crag_shared.tools.cli import main
+    from benchmarks.cli import main
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    assert main(["bench", "throughput", "--bench-dir", str(bench_dir), "--device", "cuda"]) == 2
+    assert main(["throughput", "--bench-dir", str(bench_dir), "--device", "cuda"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
 
 
 def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
     pytest.importorskip("haystack")
-    from crag_shared.tools.bench.haystack import run
+    from benchmarks.haystack import run
 
     figures = run(io.StringIO(), bench_dir, queries=6)
     assert figures["text_embedder_calls_per_query"] == 1.0
@@ -132,9 +132,9 @@ def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
 
 @pytest.mark.slow
 def test_bounds_bench_measures_every_case_through_the_cli(capsys):
-    from crag_shared.tools.cli import main
+    from benchmarks.cli import main
 
-    assert main(["bench", "bounds", "--queries", "40", "--timeout", "1"]) == 0
+    assert main(["bounds", "--queries", "40", "--timeout", "1"]) == 0
     out = capsys.readouterr().out
     for case in ("3 MB of <p>x</p>", "gzip, gzip", "4 MB internal passage", "serpapi: search answer trickle_headers",
                  "page that answers after 30 s"):
@@ -146,7 +146,7 @@ def test_bounds_bench_measures_every_case_through_the_cli(capsys):
 def test_every_web_source_gives_the_replay_knowledge_of_popqa(bench_dir):
     import io
 
-    from crag_shared.tools.bench.web_sources import run
+    from benchmarks.web_sources import run
 
     figures = run(io.StringIO(), bench_dir, queries=20)
     assert {"SearXNG", "Haystack web component (ComponentWebSearch)", "Brave"} <= figures.keys()

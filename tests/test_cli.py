@@ -27,7 +27,7 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
 def test_bench_web_runs_and_reports_ratios():
     import io
 
-    from crag_shared.tools.bench.web import run
+    from benchmarks.web import run
 
     out = io.StringIO()
     figures = run(out, pages=3, delay=0.05, repeats=1)

@@ -80,7 +80,7 @@ def test_fit_combination_cli(tmp_path, capsys):
 
 
 def test_evaluator_table_over_the_bench_sets(bench_dir):
-    from crag_shared.tools.bench.accuracy import table
+    from benchmarks.accuracy import table
 
     out = io.StringIO()
     results = table(out, bench_dir, ["lexical"])

@@ -177,7 +177,7 @@ def test_llamaindex_postprocessor_takes_the_language():
 def test_language_rows_of_the_accuracy_bench(bench_dir):
     import io
 
-    from crag_shared.tools.bench.languages import run
+    from benchmarks.languages import run
 
     rows = run(io.StringIO(), bench_dir.parent / "papers")
     for name, row in rows.items():

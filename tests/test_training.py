@@ -176,7 +176,7 @@ def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):
         for p in overfit_pairs(24):
             f.write(json.dumps({"query": p.query, "passage": p.passage, "label": p.relevant,
                                 "query_id": str(int(p.query_id) // 3)}) + "\n")
-    from crag_shared.tools.bench.accuracy import run
+    from benchmarks.accuracy import run
 
     out = io.StringIO()
     results = run(out, str(data), ["lexical", f"cross-encoder:{tiny_bert}"], kfold=2, base_model=str(tiny_bert),

@@ -1,4 +1,4 @@
-"""The `crag` command: demo, calibrate, train-evaluator and bench subcommands.
+"""The `crag` command: demo, run, calibrate, fit-combination, train-evaluator and export-onnx.
 
 Every user error (a bad argument, a missing or malformed file, a missing optional dependency) ends with
 one line on stderr saying what is wrong, and exit status 2; a traceback means a bug in crag.
@@ -16,7 +16,7 @@ from ..web.spec import WEB_SPECS
 from .commands import UsageError, build_parser
 
 
-def _writable(path: str | None, option: str) -> None:
+def writable(path: str | None, option: str) -> None:
     """An output path must lie in an existing directory and be no pipe or device (a FIFO would hang,
     /dev/zero never ends); said before any work is done."""
     if path and not Path(path).expanduser().resolve().parent.is_dir():
@@ -26,12 +26,14 @@ def _writable(path: str | None, option: str) -> None:
         raise UsageError(f"{option} {path}: not a regular file (a pipe or a device); write to a file")
 
 
-def _readable(path: str | None, option: str) -> None:
+def readable(path: str | None, option: str) -> None:
+    """An input path must be an existing file; said before any work is done."""
     if path and not Path(path).is_file():
         raise UsageError(f"{option} {path}: no such file")
 
 
-def _needs(module: str, hint: str) -> None:
+def needs(module: str, hint: str) -> None:
+    """An optional dependency must be installed; `hint` says how."""
     if importlib.util.find_spec(module) is None:
         raise UsageError(hint)
 
@@ -42,19 +44,12 @@ def _demo(args: argparse.Namespace) -> int:
     return run(sys.stdout)
 
 
-def _bench_web(args: argparse.Namespace) -> int:
-    from .bench.web import run
-
-    figures = run(sys.stdout, pages=args.pages, delay=args.delay, repeats=args.repeats)
-    return 0 if figures["ours_over_t"] <= 1.3 else 1
-
-
 def _load(args: argparse.Namespace, path: str | None = None) -> list:
     """The labelled pairs of `path` (default `--data`, kept to `--split`), read with `--titles`; a bad or
     empty file exits with its error."""
     from .data import load_pairs
 
-    _readable(path or args.data, "--data")
+    readable(path or args.data, "--data")
     return load_pairs(path or args.data, titles=args.titles, split=None if path else args.split)
 
 
@@ -62,9 +57,9 @@ def _train(args: argparse.Namespace) -> int:
     from .data import split_by_query
     from .train import TrainConfig, train_evaluator
 
-    _needs("torch", "train-evaluator needs torch and transformers: pip install 'crag-shared[torch]'")
-    _readable(args.validation_data, "--validation-data")
-    _writable(args.out, "--out")
+    needs("torch", "train-evaluator needs torch and transformers: pip install 'crag-shared[torch]'")
+    readable(args.validation_data, "--validation-data")
+    writable(args.out, "--out")
     pairs = _load(args)
     train, validation = split_by_query(pairs, args.validation)
     if args.validation_data:
@@ -81,117 +76,14 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_dir(value: str | None) -> Path:
-    """The bench data: --bench-dir, else ../shared/bench beside the checkout or the working directory."""
-    candidates = [Path(value)] if value else [Path.cwd() / "../shared/bench",
-                                              Path(__file__).resolve().parents[3] / "shared" / "bench"]
-    for candidate in candidates:
-        if (candidate / "popqa_ctxs.jsonl").exists():
-            return candidate.resolve()
-    raise UsageError(f"no benchmark data found (looked in {', '.join(map(str, candidates))}); pass --bench-dir")
-
-
-def _papers_dir(bench: Path) -> Path:
-    """The translated papers: ../shared/papers, beside the bench data."""
-    papers = bench.parent / "papers"
-    if not (papers / "crag-paper-zh.txt").is_file():
-        raise UsageError(f"no translated papers in {papers} (the language rows read ../shared/papers)")
-    return papers
-
-
-def _bench_throughput(args: argparse.Namespace) -> int:
-    from .bench.throughput import run
-
-    if args.device != "cpu":
-        from .bench.device import run as on_device
-
-        _needs("torch", "the device rows need torch and transformers: pip install 'crag-shared[torch]'")
-        on_device(sys.stdout, _bench_dir(args.bench_dir), args.device, queries=args.queries,
-                  baseline_queries=args.baseline_queries, rounds=args.rounds)
-        return 0
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, baseline_queries=args.baseline_queries,
-        rounds=args.rounds)
-    return 0
-
-
-def _bench_batch(args: argparse.Namespace) -> int:
-    from .bench.batch import run
-
-    figures = run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator, queries=args.queries,
-                  batch_size=args.batch_size, rounds=args.rounds, engines=args.engines, copies=args.copies,
-                  web_delay=args.web_delay, upper=args.upper, lower=args.lower)
-    return 0 if figures["same"] else 1
-
-
-def _bench_recall(args: argparse.Namespace) -> int:
-    from .bench.recall import run
-
-    run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator or ["lexical"], queries=args.queries)
-    return 0
-
-
-def _bench_abstain(args: argparse.Namespace) -> int:
-    from .bench.abstain import run
-
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, shift=args.shift)
-    return 0
-
-
-def _bench_web_sources(args: argparse.Namespace) -> int:
-    from .bench.web_sources import run
-
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
-    return 0
-
-
-def _bench_bounds(args: argparse.Namespace) -> int:
-    from .bench.bounds import run
-
-    run(sys.stdout, queries=args.queries, timeout=args.timeout)
-    return 0
-
-
-def _bench_haystack(args: argparse.Namespace) -> int:
-    from .bench.haystack import run
-
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
-    return 0
-
-
-def _bench_llamaindex(args: argparse.Namespace) -> int:
-    from .bench.llamaindex import run
-
-    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
-    return 0
-
-
-def _bench_accuracy(args: argparse.Namespace) -> int:
-    from .bench.accuracy import run, table
-
-    if not args.data:  # the evaluator table over the bench data sets
-        bench = _bench_dir(args.bench_dir)
-        table(sys.stdout, bench, args.evaluator or ["lexical"])
-        if args.languages:
-            from .bench.languages import run as languages
-
-            languages(sys.stdout, _papers_dir(bench))
-        return 0
-    _readable(args.data, "--data")
-    _readable(args.thresholds, "--thresholds")
-
-    run(sys.stdout, args.data, args.evaluator or ["lexical"], thresholds=args.thresholds, kfold=args.kfold,
-        base_model=args.base_model, train_steps=args.train_steps, split=args.split, titles=args.titles)
-    return 0
-
-
 def _calibrate(args: argparse.Namespace) -> int:
     from ..evaluators import evaluator_from_spec
     from .calibrate import fit_thresholds, score_by_query, write_outputs
 
-    _writable(args.out, "--out")
-    _writable(args.plot, "--plot")
+    writable(args.out, "--out")
+    writable(args.plot, "--plot")
     if args.plot:
-        _needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
+        needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
     pairs = _load(args)
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
@@ -207,7 +99,7 @@ def _fit_combination(args: argparse.Namespace) -> int:
     from ..evaluators import evaluator_from_spec, evaluator_spec, save_combination
     from .combine import fit_combination
 
-    _writable(args.out, "--out")
+    writable(args.out, "--out")
     members = [evaluator_from_spec(spec) for spec in args.member]
     combined = fit_combination(members, _load(args), l2=args.l2)
     save_combination(combined, args.out)
@@ -225,7 +117,7 @@ def _web_spec(spec: str) -> str:
     except ValueError as error:
         raise UsageError(f"--web: {error}") from None
     if kind.name == "replay":
-        _readable(target, "--web replay:")
+        readable(target, "--web replay:")
     return spec
 
 
@@ -236,9 +128,9 @@ def _run(args: argparse.Namespace) -> int:
     from ..web.spec import web_search_from_spec
     from .batch import run
 
-    _readable(args.data, "--data")
-    _writable(args.out, "--out")
-    _readable(args.thresholds, "--thresholds")
+    readable(args.data, "--data")
+    writable(args.out, "--out")
+    readable(args.thresholds, "--thresholds")
     config = CRAGConfig(evaluator=args.evaluator, upper=args.upper, lower=args.lower, thresholds_path=args.thresholds,
                         language=args.language,
                         score_titles=args.titles)
@@ -246,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.engine == "ray":
         from .batch_ray import run_on_ray
 
-        _needs("ray", "--engine ray needs Ray Data: pip install 'crag-shared[ray]'")
+        needs("ray", "--engine ray needs Ray Data: pip install 'crag-shared[ray]'")
         config_evaluator(config)  # a bad spec or a missing path fails here; actors load the model itself
         run_on_ray(config, args.data, args.out, web=args.web, batch_size=args.batch_size, limit=args.limit,
                    actors=args.actors, num_gpus=args.num_gpus, log=sys.stdout)
@@ -260,9 +152,9 @@ def _run(args: argparse.Namespace) -> int:
 def _export_onnx(args: argparse.Namespace) -> int:
     from ..evaluators.onnx_export import export_onnx
 
-    _needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
-    _needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")
-    _writable(args.out, "--out")
+    needs("torch", "export-onnx needs torch and transformers: pip install 'crag-shared[torch,onnx]'")
+    needs("onnxruntime", "export-onnx needs onnxruntime and onnx: pip install 'crag-shared[onnx]'")
+    writable(args.out, "--out")
     target = export_onnx(args.model, args.out, quantize=not args.float, embedding=args.embedding)
     name, prefix = ("OnnxEmbeddingEvaluator", "onnx-embedding") if args.embedding else ("OnnxCrossEncoderEvaluator",
                                                                                         "onnx")
@@ -273,19 +165,24 @@ def _export_onnx(args: argparse.Namespace) -> int:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
-    "fit-combination": _fit_combination, "calibrate": _calibrate, "bench web": _bench_web,
-    "bench throughput": _bench_throughput, "bench batch": _bench_batch, "bench recall": _bench_recall,
-    "bench abstain": _bench_abstain, "bench accuracy": _bench_accuracy, "bench llamaindex": _bench_llamaindex,
-    "bench haystack": _bench_haystack, "bench bounds": _bench_bounds,
-    "bench web-sources": _bench_web_sources,
+    "fit-combination": _fit_combination, "calibrate": _calibrate,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `crag` with `argv`; the exit status (2 with one line on stderr for any user error)."""
-    try:
+    def command() -> int:
         args = build_parser().parse_args(argv)
-        return HANDLERS[f"bench {args.bench}" if args.command == "bench" else args.command](args)
+        return HANDLERS[args.command](args)
+
+    return guarded(command)
+
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run a command; a user error (a bad argument or file, a missing dependency) ends as one line on stderr
+    with exit status 2, and a traceback means a bug."""
+    try:
+        return command()
     except UsageError as error:
         return _fail(str(error))
     except (OSError, ValueError, RecursionError) as error:  # unreadable files, malformed data, bad specs

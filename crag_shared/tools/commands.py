@@ -16,12 +16,15 @@ class UsageError(Exception):
     """A mistake in how crag was called; printed as one line, exit status 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes raise `UsageError` (one line, exit status 2)."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Raise the mistake instead of printing usage and exiting."""
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _number(kind: Callable[[str], float], minimum: float | None = None, maximum: float | None = None,
+def number(kind: Callable[[str], float], minimum: float | None = None, maximum: float | None = None,
             above: float | None = None) -> Callable[[str], float]:
     """An argparse type: a finite number within bounds."""
     def parse(text: str) -> float:
@@ -42,29 +45,29 @@ def _number(kind: Callable[[str], float], minimum: float | None = None, maximum:
     return parse
 
 
-POSITIVE_INT = _number(int, minimum=1)
-NON_NEGATIVE = _number(float, minimum=0)
+POSITIVE_INT = number(int, minimum=1)
+NON_NEGATIVE = number(float, minimum=0)
 #: The evaluator specs a command line can build (the LLM judge needs an application's LLM).
 EVALUATOR_HELP = "evaluator spec: " + " | ".join(
     g.replace("[:", ":").rstrip("]") for g in EVALUATOR_SPECS.grammar() if not g.startswith(("llm", "custom")))
-POSITIVE = _number(float, above=0)
+POSITIVE = number(float, above=0)
 
 
-def _add_titles(parser: argparse.ArgumentParser) -> None:
+def add_titles(parser: argparse.ArgumentParser) -> None:
+    """The --titles flag of the commands that read labelled passages."""
     parser.add_argument("--titles", action="store_true",
                         help="read passages as 'title: text', as the Corrector scores them with score_titles=True")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `crag`: `args.command` (and `args.bench` for `crag bench`) name the subcommand."""
-    parser = _Parser(prog="crag", description="Corrective RAG tools")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    """The parser of `crag`: `args.command` names the subcommand."""
+    parser = Parser(prog="crag", description="Corrective RAG tools")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _demo_command(commands)
     _train_evaluator_command(commands)
     _export_onnx_command(commands)
     _run_command(commands)
     _fit_combination_command(commands)
-    _bench_command(commands)
     _calibrate_command(commands)
     return parser
 
@@ -80,7 +83,7 @@ def _train_evaluator_command(commands: Any) -> None:
     train.add_argument("--out", required=True, help="where to save_pretrained the best model")
     train.add_argument("--kind", choices=["bert", "t5"], default="bert")
     train.add_argument("--pooling", choices=["pair", "mean", "cls"], default="pair", help="BERT-style head input")
-    train.add_argument("--validation", type=_number(float, minimum=0, maximum=0.9), default=0.15,
+    train.add_argument("--validation", type=number(float, minimum=0, maximum=0.9), default=0.15,
                        help="share of queries held out (no split column)")
     train.add_argument("--split", help="train only on pairs whose split column has this value (e.g. train); "
                                        "validation is then held out from them by query, keeping the rest unseen")
@@ -90,7 +93,7 @@ def _train_evaluator_command(commands: Any) -> None:
     train.add_argument("--batch-size", type=POSITIVE_INT, default=16)
     train.add_argument("--lr", type=POSITIVE, default=5e-5)
     train.add_argument("--head-lr", type=POSITIVE, default=1e-3)
-    train.add_argument("--max-length", type=_number(int, minimum=8, maximum=4096), default=256)
+    train.add_argument("--max-length", type=number(int, minimum=8, maximum=4096), default=256)
     train.add_argument("--eval-every", type=POSITIVE_INT, default=100)
     train.add_argument("--eval-limit", type=POSITIVE_INT, default=1000)
     train.add_argument("--patience", type=POSITIVE_INT, default=4)
@@ -102,7 +105,7 @@ def _train_evaluator_command(commands: Any) -> None:
     train.add_argument("--threads", type=POSITIVE_INT)
     train.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
                        help="auto: CUDA, else MPS, else CPU; bf16 autocast on CUDA")
-    _add_titles(train)
+    add_titles(train)
 
 
 def _export_onnx_command(commands: Any) -> None:
@@ -121,8 +124,8 @@ def _run_command(commands: Any) -> None:
     batch.add_argument("--data", required=True, help="PopQA/CRAG records (question + ctxs) or labelled pairs")
     batch.add_argument("--out", required=True, help="JSONL results; rerunning skips the ids already in it")
     batch.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
-    batch.add_argument("--upper", type=_number(float, minimum=-1, maximum=1))
-    batch.add_argument("--lower", type=_number(float, minimum=-1, maximum=1))
+    batch.add_argument("--upper", type=number(float, minimum=-1, maximum=1))
+    batch.add_argument("--lower", type=number(float, minimum=-1, maximum=1))
     batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
     batch.add_argument("--language", default="en",
                        help="what the questions and passages are written in: an ISO 639-1 code (en, zh, ja, de, "
@@ -137,7 +140,7 @@ def _run_command(commands: Any) -> None:
                        help="--engine ray: evaluator actors (each loads the evaluator once)")
     batch.add_argument("--num-gpus", type=NON_NEGATIVE, default=0.0,
                        help="--engine ray: GPUs per actor (fractions share a GPU)")
-    _add_titles(batch)
+    add_titles(batch)
 
 
 def _fit_combination_command(commands: Any) -> None:
@@ -148,92 +151,7 @@ def _fit_combination_command(commands: Any) -> None:
     fit.add_argument("--split", help="only pairs whose split column has this value (fit on train, report on eval)")
     fit.add_argument("--l2", type=NON_NEGATIVE, default=1e-3, help="L2 penalty of the logistic regression")
     fit.add_argument("--out", default="combined.json")
-    _add_titles(fit)
-
-
-def _bench_command(commands: Any) -> None:
-    bench = commands.add_parser("bench", help="benchmarks (figures measured within one run)")
-    benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
-    _web_benches(benches)
-    throughput = benches.add_parser("throughput", help="evaluator pairs/s vs the official code's way; latency")
-    throughput.add_argument("--bench-dir")
-    throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
-    throughput.add_argument("--baseline-queries", type=POSITIVE_INT, default=6)
-    throughput.add_argument("--rounds", type=POSITIVE_INT, default=3, help="interleaved rounds; the best is reported")
-    throughput.add_argument("--device", default="cpu",
-                            help="cpu: the CPU table (torch, int8, ONNX); cuda, cuda:N, mps or auto: the GPU rows "
-                                 "(paper-style, crag defaults, bf16 first and warm pass)")
-    many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
-    many.add_argument("--bench-dir")
-    many.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
-    many.add_argument("--queries", type=POSITIVE_INT, default=100)
-    many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
-    many.add_argument("--rounds", type=POSITIVE_INT, default=3)
-    many.add_argument("--engines", action="store_true",
-                      help="also time `crag run`'s local engine against --engine ray (needs crag-shared[ray])")
-    many.add_argument("--copies", type=POSITIVE_INT, default=1,
-                      help="--engines: run the queries this many times over, under new ids")
-    many.add_argument("--web-delay", type=NON_NEGATIVE, metavar="SECONDS",
-                      help="serve the recorded PopQA web knowledge on loopback, the search and each page "
-                           "answering after SECONDS, to the queries that search (default: no web)")
-    many.add_argument("--upper", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
-    many.add_argument("--lower", type=_number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
-    recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
-    recall.add_argument("--bench-dir")
-    recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
-    recall.add_argument("--queries", type=POSITIVE_INT, default=100)
-    abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
-                                 "adapter entry point, out of corpus and in corpus, default settings")
-    abstain.add_argument("--bench-dir")
-    abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
-    abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
-                         help="out of corpus: question i gets the passages of question i+SHIFT")
-    _framework_benches(benches)
-    accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
-    accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
-                                        "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
-    accuracy.add_argument("--bench-dir")
-    accuracy.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
-    accuracy.add_argument("--thresholds", help="thresholds JSON from crag calibrate")
-    accuracy.add_argument("--kfold", type=_number(int, minimum=0), default=0,
-                          help="also train and test k folds by question")
-    accuracy.add_argument("--base-model", help="model to train from in --kfold")
-    accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
-    accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
-    accuracy.add_argument("--languages", action="store_true",
-                          help="without --data: also the language rows (Chinese and Japanese from the translated "
-                               "papers in ../shared/papers, German written for crag), lexical evaluator")
-    _add_titles(accuracy)
-
-
-def _web_benches(benches: Any) -> None:
-    """`crag bench web`, `bounds` and `web-sources`: the web layer on loopback."""
-    web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
-    web.add_argument("--pages", type=_number(int, minimum=1, maximum=50), default=5)
-    web.add_argument("--delay", type=_number(float, minimum=0, maximum=10), default=0.3,
-                     help="server delay per page, seconds (t)")
-    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
-    sources = benches.add_parser("web-sources", help="the recorded PopQA web knowledge through every web source "
-                                 "on loopback, against the replay provider")
-    sources.add_argument("--bench-dir")
-    sources.add_argument("--queries", type=POSITIVE_INT, default=100)
-    bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
-                                "deadlines, concurrent acorrect, a 4 MB passage")
-    bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
-    bounds.add_argument("--timeout", type=_number(float, minimum=0.5, maximum=60), default=3.0,
-                        help="the search timeout and fetch deadline the slow endpoints are measured against")
-
-
-def _framework_benches(benches: Any) -> None:
-    """`crag bench haystack` and `crag bench llamaindex`: crag inside each framework."""
-    haystack = benches.add_parser("haystack", help="the lexical RetrievalRouter per query in a pipeline; query "
-                                  "embeddings per query with the pipeline's embedder connected")
-    haystack.add_argument("--bench-dir")
-    haystack.add_argument("--queries", type=POSITIVE_INT, default=100)
-    llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
-                                    "latency per query, query embeddings, concurrent aquery")
-    llamaindex.add_argument("--bench-dir")
-    llamaindex.add_argument("--queries", type=POSITIVE_INT, default=50)
+    add_titles(fit)
 
 
 def _calibrate_command(commands: Any) -> None:
@@ -242,8 +160,8 @@ def _calibrate_command(commands: Any) -> None:
     cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
     cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
-    cal.add_argument("--steps", type=_number(int, minimum=2, maximum=MAX_STEPS), default=201,
+    cal.add_argument("--steps", type=number(int, minimum=2, maximum=MAX_STEPS), default=201,
                      help="grid points over [-1, 1]")
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
-    _add_titles(cal)
+    add_titles(cal)

@@ -1,4 +1,4 @@
-"""Language rows of `crag bench accuracy --languages`: pair AUROC of the lexical evaluator beyond English.
+"""Language rows of `crag-bench accuracy --languages`: pair AUROC of the lexical evaluator beyond English.
 
 - Chinese and Japanese: the CRAG paper's translations in `../shared/papers` are cut into passages of a few
   sentences; each question (written for crag, in `language_sets/<code>.jsonl`) names a short answer span,
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...evaluators.lexical import LexicalEvaluator
-from ...language import clear_text_caches
-from ..data import Pair, auroc
+from crag_shared.evaluators.lexical import LexicalEvaluator
+from crag_shared.language import clear_text_caches
+from crag_shared.tools.data import Pair, auroc
 
 SETS = Path(__file__).with_name("language_sets")
 #: where the Chinese paper's body ends (its references follow); passages that are mostly Latin letters

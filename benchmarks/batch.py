@@ -1,4 +1,4 @@
-"""`crag bench batch`: `Corrector.correct_many` against the per-query loop, and the Ray engine against the
+"""`crag-bench batch`: `Corrector.correct_many` against the per-query loop, and the Ray engine against the
 local one, on PopQA, within one run."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
 
-from ...config import CRAGConfig
-from ...corrector import Corrector
-from ...evaluators import evaluator_from_spec, evaluator_spec
-from ...sentences import sentence_spans
-from ...testing import FakeWeb
-from ...types import CorrectionResult
-from ..batch import run as run_locally
+from crag_shared.config import CRAGConfig
+from crag_shared.corrector import Corrector
+from crag_shared.evaluators import evaluator_from_spec, evaluator_spec
+from crag_shared.sentences import sentence_spans
+from crag_shared.testing import FakeWeb
+from crag_shared.tools.batch import run as run_locally
+from crag_shared.types import CorrectionResult
+
 from .recall import load as load_recorded
 from .recall import serve_recorded
 from .throughput import load_popqa
@@ -29,7 +30,7 @@ def run(out: TextIO, bench: Path, evaluator: str, *, queries: int = 100, batch_s
     """Queries/s of the loop and of correct_many (best of `rounds`, interleaved, cold sentence and embedding
     caches each time), and whether both gave the same actions and knowledge; with `engines`, `compare_engines` too.
     With `web_delay`, queries that need the web search the recorded PopQA web knowledge on loopback
-    (`crag bench recall`'s server), the search and each page answering after `web_delay` seconds.
+    (`crag-bench recall`'s server), the search and each page answering after `web_delay` seconds.
     `upper`/`lower` replace the evaluator's thresholds (e.g. to send more queries to the web)."""
     config = CRAGConfig(evaluator=evaluator, upper=upper, lower=lower)
     with ExitStack() as stack:
@@ -69,7 +70,7 @@ def _loop_against_many(out: TextIO, data: list[tuple[str, list[str]]], corrector
     web = ("no web" if web_delay is None else f"web on loopback answering in {web_delay * 1000:.0f} ms "
            f"({searched} queries searched)")
     spec = evaluator_spec(corrector.evaluator)
-    out.write(f"crag bench batch: {spec}, {len(data)} PopQA queries x 10 passages, {web}, "
+    out.write(f"crag-bench batch: {spec}, {len(data)} PopQA queries x 10 passages, {web}, "
               f"best of {rounds}\n  per-query loop {figures['loop_qps']:.1f} queries/s | correct_many (batches of "
               f"{batch_size}) {figures['many_qps']:.1f} queries/s | {figures['speedup']:.2f}x | same decisions: "
               f"{same}\n")
@@ -90,7 +91,7 @@ def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: in
     Best of `rounds`, interleaved."""
     if find_spec("ray") is None:
         raise SystemExit("the engine comparison needs Ray Data: pip install 'crag-shared[ray]'")
-    from ..batch_ray import connect, run_on_ray
+    from crag_shared.tools.batch_ray import connect, run_on_ray
 
     rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     with tempfile.TemporaryDirectory(prefix="crag-bench-engines-") as work:

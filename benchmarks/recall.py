@@ -1,4 +1,4 @@
-"""`crag bench recall`: does CRAG's knowledge still hold the answer, and how much less text does it hand over?
+"""`crag-bench recall`: does CRAG's knowledge still hold the answer, and how much less text does it hand over?
 
 PopQA's 100 questions with their stored top-10 passages; the web knowledge the CRAG authors recorded for
 each question is served through the real web layer (SerpAPISearch → PageFetcher → trafilatura) by a
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...corrector import Corrector
-from ...evaluators import evaluator_from_spec
-from ...rewrite import keyword_query
-from ...testing import FakeWeb
-from ...types import Passage
-from ...web.fetch import PageFetcher
-from ...web.serpapi import SerpAPISearch
+from crag_shared.corrector import Corrector
+from crag_shared.evaluators import evaluator_from_spec
+from crag_shared.rewrite import keyword_query
+from crag_shared.testing import FakeWeb
+from crag_shared.types import Passage
+from crag_shared.web.fetch import PageFetcher
+from crag_shared.web.serpapi import SerpAPISearch
 
 
 def has_answer_word(text: str, answers: Sequence[str]) -> bool:
@@ -90,7 +90,7 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
             results[spec] = {"recall": sum(hits) / len(rows), "words": statistics.mean(words),
                              "actions": dict(actions), "queries_with_fallback": fallbacks}
     base = results["plain"]
-    out.write(f"crag bench recall: {len(rows)} PopQA questions; web knowledge served on loopback through "
+    out.write(f"crag-bench recall: {len(rows)} PopQA questions; web knowledge served on loopback through "
               f"SerpAPISearch + PageFetcher\n  plain RAG (top-10 as stored): answer recall {base['recall']:.2f}, "
               f"{base['words']:.0f} words per question\n")
     for spec in evaluators:

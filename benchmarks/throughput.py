@@ -1,4 +1,4 @@
-"""`crag bench throughput`: evaluator speed against the official code's way, same model, same run."""
+"""`crag-bench throughput`: evaluator speed against the official code's way, same model, same run."""
 
 from __future__ import annotations
 
@@ -12,19 +12,19 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...cache import cache_dir
-from ...corrector import Corrector
-from ...evaluators.base import RetrievalEvaluator
-from ...evaluators.batching import BatchedPairEvaluator
-from ...evaluators.cross_encoder import CrossEncoderEvaluator
-from ...evaluators.hf import HFSequenceEvaluator, require_torch
-from ...evaluators.lexical import LexicalEvaluator
-from ...evaluators.llm import LLMEvaluator
-from ...evaluators.onnx import OnnxCrossEncoderEvaluator
-from ...evaluators.t5 import T5Evaluator
-from ...llm import FunctionLLM
-from ...sentences import sentence_spans
-from ...trace import Refined
+from crag_shared.cache import cache_dir
+from crag_shared.corrector import Corrector
+from crag_shared.evaluators.base import RetrievalEvaluator
+from crag_shared.evaluators.batching import BatchedPairEvaluator
+from crag_shared.evaluators.cross_encoder import CrossEncoderEvaluator
+from crag_shared.evaluators.hf import HFSequenceEvaluator, require_torch
+from crag_shared.evaluators.lexical import LexicalEvaluator
+from crag_shared.evaluators.llm import LLMEvaluator
+from crag_shared.evaluators.onnx import OnnxCrossEncoderEvaluator
+from crag_shared.evaluators.t5 import T5Evaluator
+from crag_shared.llm import FunctionLLM
+from crag_shared.sentences import sentence_spans
+from crag_shared.trace import Refined
 
 
 def minilm_encoder_dir() -> Path:
@@ -57,7 +57,7 @@ def minilm_dir() -> Path:
 
 def t5_small_dir(texts: Sequence[str]) -> Path:
     """A T5-small-sized T5ForSequenceClassification with random weights (speed does not need training)."""
-    from ...testing import build_t5_evaluator
+    from crag_shared.testing import build_t5_evaluator
 
     target = cache_dir("t5-small-random")
     if not (target / "config.json").exists():
@@ -171,7 +171,7 @@ def run(out: TextIO, bench: Path, *, queries: int = 20, baseline_queries: int = 
     data = load_popqa(bench, queries)
     baseline_data = data[:baseline_queries]
     results: dict[str, Any] = {}
-    out.write(f"crag bench throughput: PopQA, {queries} queries x 10 passages (baseline on {baseline_queries} "
+    out.write(f"crag-bench throughput: PopQA, {queries} queries x 10 passages (baseline on {baseline_queries} "
               f"queries); best of {rounds} interleaved rounds\n")
     lexical = LexicalEvaluator()
     results["lexical"] = {"pairs_per_s": max(ours_pairs_per_second(lexical, data) for _ in range(rounds)),

@@ -1,4 +1,4 @@
-"""`crag bench web-sources`: the same PopQA web knowledge through every web source, compared with replay.
+"""`crag-bench web-sources`: the same PopQA web knowledge through every web source, compared with replay.
 
 The web knowledge the CRAG authors recorded for each question is written as a replay file (the reference)
 and served on a loopback server that speaks each provider's API and serves one HTML page per recorded
@@ -17,13 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...corrector import Corrector
-from ...rewrite import keyword_query
-from ...testing import FakeWeb
-from ...types import Passage
-from ...web.base import WebSearch
-from ...web.fetch import PageFetcher
-from ...web.replay import ReplaySearch
+from crag_shared.corrector import Corrector
+from crag_shared.rewrite import keyword_query
+from crag_shared.testing import FakeWeb
+from crag_shared.types import Passage
+from crag_shared.web.base import WebSearch
+from crag_shared.web.fetch import PageFetcher
+from crag_shared.web.replay import ReplaySearch
+
 from .recall import has_answer_word, load, serve_recorded
 
 LOOPBACK = ["127.0.0.1/32"]
@@ -42,10 +43,10 @@ def replay_file(rows: list[dict[str, Any]], web: FakeWeb, path: Path) -> Path:
 
 def sources(web: FakeWeb) -> dict[str, Callable[[], WebSearch]]:
     """Each web source, pointed at the loopback web (those whose client is installed)."""
-    from ...web.brave import BraveSearch
-    from ...web.searxng import SearXNGSearch
-    from ...web.serpapi import SerpAPISearch
-    from ...web.serper import SerperSearch
+    from crag_shared.web.brave import BraveSearch
+    from crag_shared.web.searxng import SearXNGSearch
+    from crag_shared.web.serpapi import SerpAPISearch
+    from crag_shared.web.serper import SerperSearch
 
     def fetcher() -> PageFetcher:
         return PageFetcher(allow_private_addresses=LOOPBACK)
@@ -57,12 +58,12 @@ def sources(web: FakeWeb) -> dict[str, Callable[[], WebSearch]]:
         "Brave": lambda: BraveSearch(api_key=web.api_key, base_url=f"{web.url}/brave", fetcher=fetcher()),
     }
     if importlib.util.find_spec("tavily"):
-        from ...web.tavily import TavilySearch
+        from crag_shared.web.tavily import TavilySearch
 
         made["Tavily (page text it returns)"] = lambda: TavilySearch(
             api_key=web.api_key, base_url=f"{web.url}/tavily", fetcher=fetcher(), min_content_chars=1)
     if importlib.util.find_spec("exa_py"):
-        from ...web.exa import ExaSearch
+        from crag_shared.web.exa import ExaSearch
 
         made["Exa (page text it returns)"] = lambda: ExaSearch(
             api_key=web.api_key, base_url=f"{web.url}/exa", fetcher=fetcher(), min_content_chars=1)
@@ -94,7 +95,7 @@ def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, dict[str, 
     with FakeWeb() as web, tempfile.TemporaryDirectory() as folder:
         serve_recorded(web, rows)
         reference = knowledge(ReplaySearch(replay_file(rows, web, Path(folder) / "replay.jsonl")), rows)
-        out.write(f"crag bench web-sources: {len(rows)} PopQA questions, the recorded web knowledge served on "
+        out.write(f"crag-bench web-sources: {len(rows)} PopQA questions, the recorded web knowledge served on "
                   f"loopback; lexical evaluator\n")
         for name, make in {"replay (reference)": lambda: ReplaySearch(Path(folder) / "replay.jsonl"),
                            **sources(web)}.items():

@@ -1,4 +1,4 @@
-"""`crag bench llamaindex`: CRAGPostprocessor in a LlamaIndex app, with the app's own embedding model.
+"""`crag-bench llamaindex`: CRAGPostprocessor in a LlamaIndex app, with the app's own embedding model.
 
 A `VectorStoreIndex` over PopQA's passages (the top 10 of each question), embedded with all-MiniLM-L6-v2
 through `llama-index-embeddings-huggingface` (as a LlamaIndex user sets `Settings.embed_model`); the

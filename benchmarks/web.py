@@ -1,4 +1,4 @@
-"""`crag bench web`: concurrent page fetching against sequential fetching, on loopback pages with latency."""
+"""`crag-bench web`: concurrent page fetching against sequential fetching, on loopback pages with latency."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import statistics
 import time
 from typing import TextIO
 
-from ...testing import FakeWeb
-from ...web.fetch import PageFetcher
-from ...web.serpapi import SerpAPISearch
+from crag_shared.testing import FakeWeb
+from crag_shared.web.fetch import PageFetcher
+from crag_shared.web.serpapi import SerpAPISearch
 
 
 def sequential_fetch(urls: list[str], timeout: float) -> int:
@@ -42,7 +42,7 @@ def run(out: TextIO, *, pages: int = 5, delay: float = 0.3, repeats: int = 3) ->
     ours_s, seq_s = statistics.median(ours), statistics.median(sequential)
     figures = {"pages": pages, "delay_s": delay, "ours_s": ours_s, "sequential_s": seq_s,
                "ours_over_t": ours_s / delay, "sequential_over_ours": seq_s / ours_s}
-    out.write(f"crag bench web: {pages} result pages on loopback, each delayed t = {delay * 1000:.0f} ms\n"
+    out.write(f"crag-bench web: {pages} result pages on loopback, each delayed t = {delay * 1000:.0f} ms\n"
               f"  ours (search + concurrent fetch + extraction), median of {repeats}: "
               f"{ours_s * 1000:.0f} ms = {ours_s / delay:.2f} t   (goal <= 1.3 t)\n"
               f"  sequential fetch only (the official code's way): {seq_s * 1000:.0f} ms = {seq_s / delay:.2f} t\n"

@@ -1,4 +1,4 @@
-"""`crag bench bounds`: the memory and time bounds that hold for hostile input, measured on loopback.
+"""`crag-bench bounds`: the memory and time bounds that hold for hostile input, measured on loopback.
 
 - peak RSS rise for one hostile page or search answer, each case in a fresh process (goal <= 300 MB);
 - how far past its timeout a search ends when the endpoint trickles or stalls, sync and async (goal <= +1 s);
@@ -20,12 +20,12 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TextIO
 
-from ...corrector import Corrector
-from ...testing import FakeWeb
-from ...web.base import WebSearch, WebSearchError
-from ...web.fetch import PageFetcher
-from ...web.serpapi import SerpAPISearch
-from ...web.serper import SerperSearch
+from crag_shared.corrector import Corrector
+from crag_shared.testing import FakeWeb
+from crag_shared.web.base import WebSearch, WebSearchError
+from crag_shared.web.fetch import PageFetcher
+from crag_shared.web.serpapi import SerpAPISearch
+from crag_shared.web.serper import SerperSearch
 
 LOOPBACK = ["127.0.0.1/32"]
 QUERY = "Where was Henry Feilden born?"
@@ -172,7 +172,7 @@ def concurrency_row(name: str, queries: int = 500, delay: float = 0.5) -> tuple[
 
 def run(out: TextIO, *, queries: int = 500, timeout: float = 3.0) -> dict[str, Any]:
     """Every bound, printed as a table; the figures."""
-    out.write("crag bench bounds: hostile input on loopback\n\npeak RSS rise per case (fresh process each; "
+    out.write("crag-bench bounds: hostile input on loopback\n\npeak RSS rise per case (fresh process each; "
               "goal <= 300 MB), and its time\n")
     memory = memory_rows()
     for case, (rss, seconds) in memory.items():

@@ -1,4 +1,4 @@
-"""`crag bench abstain`: does irrelevant text reach the generator, through the core and every adapter entry point?
+"""`crag-bench abstain`: does irrelevant text reach the generator, through the core and every adapter entry point?
 
 With the one-line setups (no web search, default settings), two PopQA sets of 100 questions:
 - out of corpus: each question with the top-10 passages of another question (question i gets those of
@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...corrector import Corrector
-from ...types import Passage
+from crag_shared.corrector import Corrector
+from crag_shared.types import Passage
+
 from .recall import has_answer_word
 
 ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "llamaindex workflow",
@@ -154,7 +155,7 @@ def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1) -> dict
         answers = {"core": core_answer(), **llamaindex_answers(rows), **haystack_answers(rows)}
         results[label] = {"questions": len(rows), "with_relevant": sum(r["relevant"] for r in rows),
                           "entry_points": measure(rows, answers)}
-    out.write(f"crag bench abstain: PopQA, {queries} questions, default settings, no web search "
+    out.write(f"crag-bench abstain: PopQA, {queries} questions, default settings, no web search "
               f"(out of corpus: question i with the passages of question i+{shift})\n")
     for label, figures in results.items():
         out.write(f"\n{label}: {figures['questions']} questions, {figures['with_relevant']} with a relevant "

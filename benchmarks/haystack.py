@@ -1,4 +1,4 @@
-"""`crag bench haystack`: crag's components in Haystack pipelines, per query.
+"""`crag-bench haystack`: crag's components in Haystack pipelines, per query.
 
 - the lexical `RetrievalRouter` in a pipeline (retriever → router) over PopQA's top-10 passages: p50/p90
   per query of the router's own run and of the whole pipeline run;

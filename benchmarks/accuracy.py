@@ -1,4 +1,4 @@
-"""`crag bench accuracy`: how well evaluators judge retrieval, per pair and per query, next to baselines."""
+"""`crag-bench accuracy`: how well evaluators judge retrieval, per pair and per query, next to baselines."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ...policy import ActionPolicy
-from ..calibrate import equation_2, score_by_query
-from ..data import Pair, auroc, by_query, kfold_by_query
+from crag_shared.policy import ActionPolicy
+from crag_shared.tools.calibrate import equation_2, score_by_query
+from crag_shared.tools.data import Pair, auroc, by_query, kfold_by_query
 
 
 def figures(scores: Sequence[Sequence[float]], labels: Sequence[Sequence[bool]], policy: ActionPolicy) -> dict:
@@ -42,8 +42,8 @@ def baselines(pairs: Sequence[Pair]) -> dict:
 def kfold_figures(pairs: Sequence[Pair], k: int, base_model: str, steps: int, policy: ActionPolicy | None,
                   progress: bool = True) -> dict:
     """In-domain figure: train on k-1 folds (by question), score the held-out fold, pool the scores."""
-    from ...evaluators.cross_encoder import CrossEncoderEvaluator
-    from ..train import TrainConfig, train_evaluator
+    from crag_shared.evaluators.cross_encoder import CrossEncoderEvaluator
+    from crag_shared.tools.train import TrainConfig, train_evaluator
 
     scores: list[list[float]] = []
     labels: list[list[bool]] = []
@@ -71,14 +71,14 @@ def run(out: TextIO, data: str, evaluators: Sequence[str], *, thresholds: str | 
         base_model: str | None = None, train_steps: int = 100, progress: bool = True,
         split: str | None = None, titles: bool = False) -> dict:
     """Evaluate each evaluator on labelled pairs (and k folds if asked); print and return the figures."""
-    from ...evaluators import evaluator_from_spec
-    from ..data import load_pairs
+    from crag_shared.evaluators import evaluator_from_spec
+    from crag_shared.tools.data import load_pairs
 
     pairs = load_pairs(data, titles=titles, split=split)
     base = baselines(pairs)
     where = f"{data} (split {split})" if split else data
     where += ", passages scored as 'title: text'" if titles else ""
-    out.write(f"crag bench accuracy on {where}: {len(pairs)} pairs, {len(by_query(pairs))} queries\n"
+    out.write(f"crag-bench accuracy on {where}: {len(pairs)} pairs, {len(by_query(pairs))} queries\n"
               f"  baselines: always Correct -> query accuracy {base['always_correct_query_accuracy']:.3f}; "
               f"every pair irrelevant -> pair accuracy {base['always_irrelevant_pair_accuracy']:.3f}\n")
     results = {"baselines": base}
@@ -104,7 +104,7 @@ HARD_NEGATIVES = frozenset({"same_article_top_overlap", "own_paragraph_unanswera
 
 def benchmark_sets(bench: Path) -> dict[str, list[Pair]]:
     """The four data sets of the evaluator table, read from the bench directory."""
-    from ..data import load_pairs
+    from crag_shared.tools.data import load_pairs
 
     popqa, qa = bench / "popqa_ctxs.jsonl", bench / "qa_pairs.jsonl"
     qa_eval = load_pairs(qa, split="eval")
@@ -116,7 +116,7 @@ def benchmark_sets(bench: Path) -> dict[str, list[Pair]]:
 def table(out: TextIO, bench: Path, evaluators: Sequence[str], *, progress: bool = False) -> dict:
     """One table: every evaluator × the four sets, pair AUROC, and query-level judgment accuracy at the
     evaluator's own thresholds."""
-    from ...evaluators import evaluator_from_spec
+    from crag_shared.evaluators import evaluator_from_spec
 
     sets = benchmark_sets(bench)
     names = list(sets)

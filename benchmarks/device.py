@@ -1,4 +1,4 @@
-"""`crag bench throughput --device cuda`: the GPU rows, each path against the paper-style one, same run.
+"""`crag-bench throughput --device cuda`: the GPU rows, each path against the paper-style one, same run.
 
 Rows per model: the paper's way (one pair per forward pass, padded to 512, float32), crag's defaults on
 the device (one batch per query, lengths bucketed), and crag in bf16, whose first pass over new shapes pays
@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...cache import cache_dir
-from ...evaluators.cross_encoder import CrossEncoderEvaluator
-from ...evaluators.hf import HFSequenceEvaluator, pick_device
-from ...evaluators.t5 import T5Evaluator
+from crag_shared.cache import cache_dir
+from crag_shared.evaluators.cross_encoder import CrossEncoderEvaluator
+from crag_shared.evaluators.hf import HFSequenceEvaluator, pick_device
+from crag_shared.evaluators.t5 import T5Evaluator
+
 from .throughput import decision_latency, load_popqa, minilm_dir, official_pairs_per_second, pass_rate
 
 Make = Callable[..., HFSequenceEvaluator]
@@ -24,7 +25,7 @@ Make = Callable[..., HFSequenceEvaluator]
 
 def t5_large_dir(texts: Sequence[str]) -> Path:
     """A T5-large-sized T5ForSequenceClassification with random weights (the paper's evaluator size)."""
-    from ...testing import build_t5_evaluator
+    from crag_shared.testing import build_t5_evaluator
 
     target = cache_dir("t5-large-random")
     if not (target / "config.json").exists():
@@ -83,7 +84,7 @@ def run(out: TextIO, bench: Path, device: str, *, queries: int = 20, baseline_qu
     import torch
 
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else device
-    out.write(f"crag bench throughput --device {device} ({name}): PopQA, {queries} queries x 10 passages; "
+    out.write(f"crag-bench throughput --device {device} ({name}): PopQA, {queries} queries x 10 passages; "
               f"speed only (random heads)\n")
     return device_rows(out, data, device, models, baseline_queries=baseline_queries, rounds=rounds,
                        fast_dtype="bfloat16" if device != "cpu" else None)

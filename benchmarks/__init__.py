@@ -1,0 +1,1 @@
+"""`crag-bench NAME`: benchmarks that print ratios measured within one run (never timed tests)."""

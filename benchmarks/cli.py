@@ -1,0 +1,239 @@
+"""`crag-bench NAME`: crag's benchmarks over the project's bench data (`../shared/bench` beside the checkout,
+or `--bench-dir`). They live outside the three distributions: several need both frameworks, and all need
+data that no wheel ships. Run them from a development install (`pip install -r requirements-dev.txt`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from crag_shared.tools.cli import guarded, needs, readable
+from crag_shared.tools.commands import (
+    EVALUATOR_HELP,
+    NON_NEGATIVE,
+    POSITIVE_INT,
+    Parser,
+    UsageError,
+    add_titles,
+    number,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `crag-bench`: `args.bench` names the benchmark."""
+    parser = Parser(prog="crag-bench", description="crag's benchmarks (figures measured within one run)")
+    benches = parser.add_subparsers(dest="bench", required=True, parser_class=Parser)
+    _web_benches(benches)
+    throughput = benches.add_parser("throughput", help="evaluator pairs/s vs the official code's way; latency")
+    throughput.add_argument("--bench-dir")
+    throughput.add_argument("--queries", type=POSITIVE_INT, default=20)
+    throughput.add_argument("--baseline-queries", type=POSITIVE_INT, default=6)
+    throughput.add_argument("--rounds", type=POSITIVE_INT, default=3, help="interleaved rounds; the best is reported")
+    throughput.add_argument("--device", default="cpu",
+                            help="cpu: the CPU table (torch, int8, ONNX); cuda, cuda:N, mps or auto: the GPU rows "
+                                 "(paper-style, crag defaults, bf16 first and warm pass)")
+    many = benches.add_parser("batch", help="correct_many vs the per-query loop (queries/s), same decisions")
+    many.add_argument("--bench-dir")
+    many.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    many.add_argument("--queries", type=POSITIVE_INT, default=100)
+    many.add_argument("--batch-size", type=POSITIVE_INT, default=32)
+    many.add_argument("--rounds", type=POSITIVE_INT, default=3)
+    many.add_argument("--engines", action="store_true",
+                      help="also time `crag run`'s local engine against --engine ray (needs crag-shared[ray])")
+    many.add_argument("--copies", type=POSITIVE_INT, default=1,
+                      help="--engines: run the queries this many times over, under new ids")
+    many.add_argument("--web-delay", type=NON_NEGATIVE, metavar="SECONDS",
+                      help="serve the recorded PopQA web knowledge on loopback, the search and each page "
+                           "answering after SECONDS, to the queries that search (default: no web)")
+    many.add_argument("--upper", type=number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
+    many.add_argument("--lower", type=number(float, minimum=-1, maximum=1), help="replaces the evaluator's")
+    recall = benches.add_parser("recall", help="answer recall and words handed over: plain RAG vs CRAG")
+    recall.add_argument("--bench-dir")
+    recall.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
+    recall.add_argument("--queries", type=POSITIVE_INT, default=100)
+    abstain = benches.add_parser("abstain", help="does irrelevant text reach the generator? core and every "
+                                 "adapter entry point, out of corpus and in corpus, default settings")
+    abstain.add_argument("--bench-dir")
+    abstain.add_argument("--queries", type=POSITIVE_INT, default=100)
+    abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
+                         help="out of corpus: question i gets the passages of question i+SHIFT")
+    _framework_benches(benches)
+    accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
+    accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
+                                        "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
+    accuracy.add_argument("--bench-dir")
+    accuracy.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default lexical")
+    accuracy.add_argument("--thresholds", help="thresholds JSON from crag calibrate")
+    accuracy.add_argument("--kfold", type=number(int, minimum=0), default=0,
+                          help="also train and test k folds by question")
+    accuracy.add_argument("--base-model", help="model to train from in --kfold")
+    accuracy.add_argument("--train-steps", type=POSITIVE_INT, default=100)
+    accuracy.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
+    accuracy.add_argument("--languages", action="store_true",
+                          help="without --data: also the language rows (Chinese and Japanese from the translated "
+                               "papers in ../shared/papers, German written for crag), lexical evaluator")
+    add_titles(accuracy)
+    return parser
+
+
+def _web_benches(benches: Any) -> None:
+    """`web`, `bounds` and `web-sources`: the web layer on loopback."""
+    web = benches.add_parser("web", help="concurrent page fetching vs sequential, loopback pages with latency")
+    web.add_argument("--pages", type=number(int, minimum=1, maximum=50), default=5)
+    web.add_argument("--delay", type=number(float, minimum=0, maximum=10), default=0.3,
+                     help="server delay per page, seconds (t)")
+    web.add_argument("--repeats", type=POSITIVE_INT, default=3)
+    sources = benches.add_parser("web-sources", help="the recorded PopQA web knowledge through every web source "
+                                 "on loopback, against the replay provider")
+    sources.add_argument("--bench-dir")
+    sources.add_argument("--queries", type=POSITIVE_INT, default=100)
+    bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
+                                "deadlines, concurrent acorrect, a 4 MB passage")
+    bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
+    bounds.add_argument("--timeout", type=number(float, minimum=0.5, maximum=60), default=3.0,
+                        help="the search timeout and fetch deadline the slow endpoints are measured against")
+
+
+def _framework_benches(benches: Any) -> None:
+    """`haystack` and `llamaindex`: crag inside each framework."""
+    haystack = benches.add_parser("haystack", help="the lexical RetrievalRouter per query in a pipeline; query "
+                                  "embeddings per query with the pipeline's embedder connected")
+    haystack.add_argument("--bench-dir")
+    haystack.add_argument("--queries", type=POSITIVE_INT, default=100)
+    llamaindex = benches.add_parser("llamaindex", help="CRAGPostprocessor with the app's embedding model: "
+                                    "latency per query, query embeddings, concurrent aquery")
+    llamaindex.add_argument("--bench-dir")
+    llamaindex.add_argument("--queries", type=POSITIVE_INT, default=50)
+
+
+def _bench_web(args: argparse.Namespace) -> int:
+    from .web import run
+
+    figures = run(sys.stdout, pages=args.pages, delay=args.delay, repeats=args.repeats)
+    return 0 if figures["ours_over_t"] <= 1.3 else 1
+
+
+def _bench_dir(value: str | None) -> Path:
+    """The bench data: --bench-dir, else ../shared/bench beside the checkout or the working directory."""
+    candidates = [Path(value)] if value else [Path.cwd() / "../shared/bench",
+                                              Path(__file__).resolve().parents[2] / "shared" / "bench"]
+    for candidate in candidates:
+        if (candidate / "popqa_ctxs.jsonl").exists():
+            return candidate.resolve()
+    raise UsageError(f"no benchmark data found (looked in {', '.join(map(str, candidates))}); pass --bench-dir")
+
+
+def _papers_dir(bench: Path) -> Path:
+    """The translated papers: ../shared/papers, beside the bench data."""
+    papers = bench.parent / "papers"
+    if not (papers / "crag-paper-zh.txt").is_file():
+        raise UsageError(f"no translated papers in {papers} (the language rows read ../shared/papers)")
+    return papers
+
+
+def _bench_throughput(args: argparse.Namespace) -> int:
+    from .throughput import run
+
+    if args.device != "cpu":
+        from .device import run as on_device
+
+        needs("torch", "the device rows need torch and transformers: pip install 'crag-shared[torch]'")
+        on_device(sys.stdout, _bench_dir(args.bench_dir), args.device, queries=args.queries,
+                  baseline_queries=args.baseline_queries, rounds=args.rounds)
+        return 0
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, baseline_queries=args.baseline_queries,
+        rounds=args.rounds)
+    return 0
+
+
+def _bench_batch(args: argparse.Namespace) -> int:
+    from .batch import run
+
+    figures = run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator, queries=args.queries,
+                  batch_size=args.batch_size, rounds=args.rounds, engines=args.engines, copies=args.copies,
+                  web_delay=args.web_delay, upper=args.upper, lower=args.lower)
+    return 0 if figures["same"] else 1
+
+
+def _bench_recall(args: argparse.Namespace) -> int:
+    from .recall import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), args.evaluator or ["lexical"], queries=args.queries)
+    return 0
+
+
+def _bench_abstain(args: argparse.Namespace) -> int:
+    from .abstain import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, shift=args.shift)
+    return 0
+
+
+def _bench_web_sources(args: argparse.Namespace) -> int:
+    from .web_sources import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
+def _bench_bounds(args: argparse.Namespace) -> int:
+    from .bounds import run
+
+    run(sys.stdout, queries=args.queries, timeout=args.timeout)
+    return 0
+
+
+def _bench_haystack(args: argparse.Namespace) -> int:
+    from .haystack import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
+def _bench_llamaindex(args: argparse.Namespace) -> int:
+    from .llamaindex import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries)
+    return 0
+
+
+def _bench_accuracy(args: argparse.Namespace) -> int:
+    from .accuracy import run, table
+
+    if not args.data:  # the evaluator table over the bench data sets
+        bench = _bench_dir(args.bench_dir)
+        table(sys.stdout, bench, args.evaluator or ["lexical"])
+        if args.languages:
+            from .languages import run as languages
+
+            languages(sys.stdout, _papers_dir(bench))
+        return 0
+    readable(args.data, "--data")
+    readable(args.thresholds, "--thresholds")
+
+    run(sys.stdout, args.data, args.evaluator or ["lexical"], thresholds=args.thresholds, kfold=args.kfold,
+        base_model=args.base_model, train_steps=args.train_steps, split=args.split, titles=args.titles)
+    return 0
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "web": _bench_web, "throughput": _bench_throughput, "batch": _bench_batch, "recall": _bench_recall,
+    "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
+    "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `crag-bench` with `argv`; the exit status (2 with one line on stderr for any user error)."""
+    def command() -> int:
+        args = build_parser().parse_args(argv)
+        return HANDLERS[args.bench](args)
+
+    return guarded(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
