@@ -91,6 +91,8 @@ def _web_benches(benches: Any) -> None:
                                  "on loopback, against the replay provider")
     sources.add_argument("--bench-dir")
     sources.add_argument("--queries", type=POSITIVE_INT, default=100)
+    benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "
+                       "(MB, packages)")
     bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
                                 "deadlines, concurrent acorrect, a 4 MB passage")
     bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
@@ -115,6 +117,13 @@ def _bench_web(args: argparse.Namespace) -> int:
 
     figures = run(sys.stdout, pages=args.pages, delay=args.delay, repeats=args.repeats)
     return 0 if figures["ours_over_t"] <= 1.3 else 1
+
+
+def _bench_footprint(args: argparse.Namespace) -> int:
+    from .footprint import run
+
+    run(sys.stdout)
+    return 0
 
 
 def _bench_dir(value: str | None) -> Path:
@@ -223,6 +232,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "web": _bench_web, "throughput": _bench_throughput, "batch": _bench_batch, "recall": _bench_recall,
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
+    "footprint": _bench_footprint,
 }
 
 

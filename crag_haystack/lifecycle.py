@@ -2,7 +2,6 @@
 
 import asyncio
 import inspect
-from typing import Any
 
 
 class Lifecycle:
@@ -10,7 +9,7 @@ class Lifecycle:
     closing closes the nested chat generator, when it has anything to close. crag holds no connection of
     its own between runs (each search opens and closes its HTTP clients)."""
 
-    chat_generator: Any = None
+    chat_generator: object = None
 
     def warm_up(self) -> None:  # pragma: no cover - every component defines it
         """Load what the component needs (models, providers)."""

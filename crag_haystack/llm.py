@@ -45,7 +45,7 @@ def as_llm(chat_generator: ChatGenerator | None) -> HaystackChatLLM | None:
     return HaystackChatLLM(chat_generator) if chat_generator is not None else None
 
 
-def warm_up_all(*parts: Any) -> None:
+def warm_up_all(*parts: object) -> None:
     """Warm up evaluators and generators held by a component (each only if it has `warm_up`)."""
     for part in parts:
         if part is not None and hasattr(part, "warm_up"):

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from haystack import logging
-from haystack.tracing import tracer
+from haystack.tracing import Span, tracer
 
 from crag_shared.adapter import logging_to
 
@@ -20,7 +20,7 @@ def _to_haystack(level: int, template: str, fields: dict[str, Any]) -> None:
 
 
 @contextmanager
-def observed(operation: str, component: str, query: str) -> Iterator[Any]:
+def observed(operation: str, component: str, query: str) -> Iterator[Span]:
     """A Haystack tracing span `crag.<operation>` (judge, search, refine, correct) around one core call,
     the query as a content tag (kept only with Haystack's content tracing on); inside it, the core's log
     records go to Haystack's logger, once each, instead of the "crag" logger. Yields the span, for the
@@ -30,7 +30,7 @@ def observed(operation: str, component: str, query: str) -> Iterator[Any]:
         yield span
 
 
-def checked_query(component: str, query: Any) -> str:
+def checked_query(component: str, query: object) -> str:
     """The query a component judges: anything but a string is the caller's bug, raised naming `query`; an
     empty one is the core's unjudged outcome (never labelled correct)."""
     if not isinstance(query, str):
@@ -38,7 +38,7 @@ def checked_query(component: str, query: Any) -> str:
     return query
 
 
-def unusable_query(component: str, query: Any) -> bool:
+def unusable_query(component: str, query: object) -> bool:
     """True (with a warning) for an empty or whitespace query: like Haystack's rankers, a refiner or a web
     search then returns its documents unchanged instead of raising out of the pipeline. A query that is
     not a string raises."""

@@ -10,7 +10,7 @@ from haystack.components.builders import ChatPromptBuilder
 from haystack.components.joiners import DocumentJoiner
 from haystack.dataclasses import ChatMessage
 
-from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, OnWebFailure, RefineMode
 
 from .components import KnowledgeGate, KnowledgeRefiner, NoAnswerReply, RetrievalRouter, SearchQueryRewriter
 
@@ -26,9 +26,9 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
                         rewriter_generator: Any | None = None, judge_generator: Any | None = None,
                         template: list[ChatMessage] | None = None,
                         evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
-                        thresholds_path: str | None = None, refine_mode: str = "excerption",
+                        thresholds_path: str | None = None, refine_mode: RefineMode = "excerption",
                         strip_top_k: int = 5, strip_threshold: float = -0.5, score_titles: bool = False,
-                        on_web_failure: Literal["keep", "drop"] = "drop",
+                        on_web_failure: OnWebFailure = "drop",
                         no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER) -> Pipeline:
     """A CRAG pipeline whose graph shows the paper's three actions as branches.
 
@@ -55,7 +55,7 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
     `no_answer.replies`, whose `meta["crag_abstention"]` says why), `retrieval_router.action`,
     `retrieval_router.scores` and, when the web was used, `web_search.links`.
     """
-    def refiner(origin: str, threshold: float = strip_threshold) -> KnowledgeRefiner:
+    def refiner(origin: Literal["internal", "web"], threshold: float = strip_threshold) -> KnowledgeRefiner:
         return KnowledgeRefiner(evaluator=evaluator, refine_mode=refine_mode if origin == "internal" else "selection",
                                 strip_top_k=strip_top_k, strip_threshold=threshold, origin=origin,
                                 score_titles=score_titles, chat_generator=judge_generator)

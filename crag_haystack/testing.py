@@ -5,7 +5,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, Pipeline, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from crag_shared.testing import hashing_vector, keyword_reply
@@ -76,7 +76,9 @@ class ToolCallingChatGenerator:
 
         last = messages[-1]
         if last.tool_call_result is not None:
-            answer = " ".join(last.tool_call_result.result.split())[:300]
+            result = last.tool_call_result.result
+            text = result if isinstance(result, str) else " ".join(getattr(part, "text", "") for part in result)
+            answer = " ".join(text.split())[:300]
             return {"replies": [ChatMessage.from_assistant(f"{self.label} {answer}")]}
         listed = list(tools or [])
         if not listed:
@@ -152,10 +154,9 @@ class FixedRetriever:
         return {"documents": list(self.documents_by_query.get(query, []))}
 
 
-def crag_component_pipeline(retriever: Any, generator: Any, **crag_settings: Any) -> Any:
+def crag_component_pipeline(retriever: Any, generator: Any, **crag_settings: Any) -> Pipeline:
     """retriever → `CRAG` → prompt builder (documents required) → generator, and `crag.abstention` →
     `no_answer`: the drop-in wiring the README shows, as benchmarks and tests run it."""
-    from haystack import Pipeline
     from haystack.components.builders import ChatPromptBuilder
 
     from .components import CRAG, NoAnswerReply
@@ -207,10 +208,9 @@ class SearXNGDocumentsWebSearch:
         return {"documents": documents, "links": [h["url"] for h in hits]}
 
 
-def embedding_judged_pipeline(text_embedder: HashingTextEmbedder) -> Any:
+def embedding_judged_pipeline(text_embedder: HashingTextEmbedder) -> Pipeline:
     """text_embedder → CRAG(evaluator="embedding"), the query embedding connected, so CRAG embeds no query
     itself: run with {"text_embedder": {"text": q}, "crag": {"query": q, "documents": ...}}."""
-    from haystack import Pipeline
 
     from .components import CRAG
 

@@ -49,9 +49,9 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
         text=strip.text,
         metadata=metadata,
-        excluded_llm_metadata_keys=_merge(source and source.excluded_llm_metadata_keys,
+        excluded_llm_metadata_keys=_merge(source.excluded_llm_metadata_keys if source is not None else None,
                                           [k for k in added if k.startswith("crag_")]),
-        excluded_embed_metadata_keys=_merge(source and source.excluded_embed_metadata_keys,
+        excluded_embed_metadata_keys=_merge(source.excluded_embed_metadata_keys if source is not None else None,
                                             [k for k in added if k != "retrieval_score"]),
         **layout,
     )

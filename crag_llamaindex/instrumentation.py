@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
@@ -101,7 +102,7 @@ def reranking(callback_manager: CallbackManager, model: str, top_n: int, nodes: 
     OpenInference, Langfuse) shows CRAG as a rerank step: `ReRankStartEvent`/`ReRankEndEvent` on the
     dispatcher and a `CBEventType.RERANKING` event on the callback manager. Yields `done(nodes)`, which
     records the output and returns it. `model` is the name the events carry (e.g. "crag:lexical")."""
-    payload = {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model, EventPayload.TOP_K: top_n,
+    payload: dict[str, Any] = {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model, EventPayload.TOP_K: top_n,
                EventPayload.QUERY_STR: query_bundle.query_str if query_bundle else ""}
     with callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=top_n, model_name=model))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from llama_index.core import Settings
+from llama_index.core.llms import LLM
 
 from crag_shared.adapter import NoLLMConfigured
 
 
-def configured_llm() -> Any | None:
+def configured_llm() -> LLM | None:
     """`Settings.llm` only if the user set one: resolving the default would import OpenAI or, in test
     setups, return MockLLM, which echoes prompts and would turn into a nonsense search query."""
     return getattr(Settings, "_llm", None)
@@ -18,11 +17,11 @@ def configured_llm() -> Any | None:
 class LlamaIndexLLM:
     """Calls `llm` (or, when None, the `Settings.llm` you set, looked up at call time)."""
 
-    def __init__(self, llm: Any | None = None) -> None:
+    def __init__(self, llm: LLM | None = None) -> None:
         self._llm = llm
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM:
         """The LlamaIndex LLM in use: the one given, else `Settings.llm` when set, else None."""
         llm = self._llm or configured_llm()
         if llm is None:

@@ -11,6 +11,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
@@ -82,7 +83,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
     _built: tuple[CRAGConfig, Corrector] | None = PrivateAttr(default=None)
 
-    def __init__(self, *, llm: Any | None = None, evaluator: RetrievalEvaluator | str | None = None,
+    def __init__(self, *, llm: LLM | None = None, evaluator: RetrievalEvaluator | str | None = None,
                  web_search: WebSearch | BaseRetriever | Callable[[str], Any] | None = None,
                  config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
@@ -107,7 +108,9 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             raise ValueError(f"evaluator={config.evaluator!r} judges with an LLM, and none is configured: pass "
                              "llm=... or set Settings.llm first")
         web_search = web_source(web_search) if web_search is not None else None
-        super().__init__(config=config, callback_manager=callback_manager or CallbackManager(), **own)
+        # pydantic's __init__ takes this model's fields; mypy sees only the parent's signature
+        super().__init__(config=config, callback_manager=callback_manager or CallbackManager(),  # type: ignore[call-arg]
+                         **own)
         self._llm = LlamaIndexLLM(llm)
         self._web_search = web_search
         if isinstance(evaluator, RetrievalEvaluator):

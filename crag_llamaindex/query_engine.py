@@ -15,6 +15,7 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
@@ -45,7 +46,7 @@ class CRAGQueryEngine(BaseQueryEngine):
     """
 
     def __init__(self, retriever: BaseRetriever, *, crag: CRAGPostprocessor | None = None,
-                 response_synthesizer: BaseSynthesizer | None = None, llm: Any | None = None,
+                 response_synthesizer: BaseSynthesizer | None = None, llm: LLM | None = None,
                  streaming: bool = False, no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER,
                  on_abstain: OnAbstain = "answer", no_context_prompt: BasePromptTemplate | str | None = None,
                  node_postprocessors: Sequence[BaseNodePostprocessor] = (),

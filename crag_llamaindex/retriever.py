@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.llms import LLM
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from crag_shared.adapter import Corrector, CRAGConfig, Refinement, RetrievalEvaluator, WebOutcome, WebSearch
@@ -24,7 +25,7 @@ class WebSearchRetriever(BaseRetriever):
     and sent as a `CRAGFallbackEvent` beside the `CRAGWebSearchEvent`.
     """
 
-    def __init__(self, web_search: WebSearch, *, llm: Any | None = None,
+    def __init__(self, web_search: WebSearch, *, llm: LLM | None = None,
                  evaluator: RetrievalEvaluator | str | None = None, **settings: Any) -> None:
         if isinstance(evaluator, str):
             settings["evaluator"] = evaluator

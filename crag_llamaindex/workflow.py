@@ -10,11 +10,14 @@ snapshotted with `ctx.to_dict(serializer=PickleSerializer())` resumes where it s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import BeforeValidator
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.response_synthesizers import BaseSynthesizer
 from llama_index.core.schema import (
     Document,
@@ -45,6 +48,8 @@ def _concrete_nodes(value: Any) -> Any:
                           score=item.get("score"))
             if isinstance(item, dict) and isinstance(item.get("node"), dict) else item for item in value]
 
+
+E = TypeVar("E", bound=Event)
 
 #: Nodes in an event: written into snapshots as JSON, read back as their concrete classes.
 Nodes = Annotated[list[NodeWithScore], BeforeValidator(_concrete_nodes)]
@@ -134,14 +139,19 @@ class CRAGWorkflow(Workflow):
     usual fallback. `ctx.store["crag"]` holds the query, action, scores, web attempts and abstention.
     """
 
-    def __init__(self, retriever: BaseRetriever | None = None, *, index: Any | None = None,
-                 similarity_top_k: int = 10, crag: CRAGPostprocessor | None = None, llm: Any | None = None,
+    def __init__(self, retriever: BaseRetriever | None = None, *, index: BaseIndex | None = None,
+                 similarity_top_k: int = 10, crag: CRAGPostprocessor | None = None, llm: LLM | None = None,
                  response_synthesizer: BaseSynthesizer | None = None, streaming: bool = False,
                  no_knowledge_answer: str = NO_KNOWLEDGE_ANSWER, on_abstain: OnAbstain = "answer",
-                 no_context_prompt: Any | None = None, node_postprocessors: Sequence[BaseNodePostprocessor] = (),
+                 no_context_prompt: BasePromptTemplate | str | None = None,
+                 node_postprocessors: Sequence[BaseNodePostprocessor] = (),
                  timeout: float | None = 120.0, verbose: bool = False, num_concurrent_runs: int | None = None,
                  web_attempts: int = 2, web_retry_delay: float = 1.0, **crag_settings: Any) -> None:
-        if (retriever is None) == (index is None):
+        if retriever is None:
+            if index is None:
+                raise ValueError("pass either retriever=... or index=...")
+            retriever = index.as_retriever(similarity_top_k=similarity_top_k)
+        elif index is not None:
             raise ValueError("pass either retriever=... or index=...")
         if not isinstance(web_attempts, int) or web_attempts < 1:
             raise ValueError(f"web_attempts must be an integer of at least 1, got {web_attempts!r}")
@@ -149,7 +159,6 @@ class CRAGWorkflow(Workflow):
             raise ValueError(f"web_retry_delay must be a number of seconds >= 0, got {web_retry_delay!r}")
         self.web_attempts, self.web_retry_delay = web_attempts, float(web_retry_delay)
         super().__init__(timeout=timeout, verbose=verbose, num_concurrent_runs=num_concurrent_runs)
-        retriever = retriever or index.as_retriever(similarity_top_k=similarity_top_k)
         self.engine = CRAGQueryEngine(retriever, crag=crag, response_synthesizer=response_synthesizer, llm=llm,
                                       streaming=streaming, no_knowledge_answer=no_knowledge_answer,
                                       on_abstain=on_abstain, no_context_prompt=no_context_prompt,
@@ -213,6 +222,6 @@ class CRAGWorkflow(Workflow):
         return StopEvent(result=response)
 
 
-def _streamed(ctx: Context, event: Event) -> Any:
+def _streamed(ctx: Context, event: E) -> E:
     ctx.write_event_to_stream(event)
     return event

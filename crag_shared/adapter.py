@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .config import CRAGConfig
+from .config import CRAGConfig, OnWebFailure, RefineMode
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
@@ -139,9 +139,11 @@ __all__ = [
     "Judgment",
     "LLMEvaluator",
     "NoLLMConfigured",
+    "OnWebFailure",
     "Origin",
     "Passage",
     "QueryRewriter",
+    "RefineMode",
     "Refinement",
     "ReplaySearch",
     "RetrievalEvaluator",

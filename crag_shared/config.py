@@ -13,6 +13,11 @@ from typing import Any, Literal
 
 from .language import check_language
 
+#: How retrieved passages (or web paragraphs) become strips (paper section 4.4; `StripRefiner`'s modes).
+RefineMode = Literal["fixed_num", "excerption", "selection"]
+#: What Incorrect does without web knowledge: abstain ("drop", the paper) or keep the best strips, flagged.
+OnWebFailure = Literal["keep", "drop"]
+
 
 @dataclass
 class CRAGConfig:
@@ -38,13 +43,13 @@ class CRAGConfig:
     upper: float | None = None
     lower: float | None = None
     thresholds_path: str | None = None
-    refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption"
+    refine_mode: RefineMode = "excerption"
     strip_top_k: int = 5
     strip_threshold: float = -0.5
     web_top_k: int = 5
-    on_web_failure: Literal["keep", "drop"] = "drop"
+    on_web_failure: OnWebFailure = "drop"
     score_titles: bool = False
-    web_refine_mode: Literal["fixed_num", "excerption", "selection"] = "selection"
+    web_refine_mode: RefineMode = "selection"
     max_keywords: int = 3
     fallback_evaluator: str | None = "lexical"
     max_strip_chars: int = 2_000

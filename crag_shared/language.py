@@ -50,8 +50,14 @@ class Token:
 
 
 def check_language(code: object) -> str:
-    """`code` if it is "auto" or a language crag can analyze (an ISO 639-1 code), else ValueError."""
-    if code == "auto" or (isinstance(code, str) and code in supported_languages()):
+    """`code` if it is "auto" or a language crag can analyze (an ISO 639-1 code), else ValueError; "auto" also
+    needs the language identifier (the `detect` extra), or it raises ImportError saying how to install it."""
+    if code == "auto":
+        if importlib.util.find_spec("py3langid") is None:
+            raise ImportError("language='auto' detects each question's language with py3langid: "
+                              "pip install 'crag-shared[detect]' (or name the language, e.g. language='de')")
+        return code
+    if isinstance(code, str) and code in supported_languages():
         return code
     raise ValueError(f"language must be 'auto' or an ISO 639-1 code crag supports ({', '.join(supported_languages())})"
                      f", got {code!r}")

@@ -4,6 +4,7 @@ adapters' runtime reaches the core through its one adapter-facing module."""
 import ast
 from pathlib import Path
 
+import layering
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,3 +169,53 @@ def test_the_llamaindex_wheel_also_installs_llama_index_postprocessor_crag(tmp_p
             "sys.modules['crag_llamaindex'].__file__.startswith(sys.argv[1]))")
     shown = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["crag_llamaindex.postprocessor", "True"]
+
+
+# -- layers: the picture in docs/layout.md is drawn from these same imports (tests/layering.py) ---------------
+
+def test_no_import_circles_between_files_or_rooms():
+    """Every import counts here, lazy ones and those for typing only: a circle is a circle all the same."""
+    assert layering.circles(layering.file_graph()) == []
+    assert layering.circles(layering.room_graph()) == []
+
+
+def test_at_most_seven_floors_and_no_arrow_runs_back_up():
+    graph = layering.room_graph()
+    floor = layering.floors(graph)
+    assert max(floor.values()) <= 7, floor
+    upward = [(room, target) for room, targets in graph.items() for target in targets if floor[target] >= floor[room]]
+    assert upward == []
+
+
+def test_the_core_never_imports_an_adapter_or_the_benchmarks():
+    stray = {module: sorted(t for t in targets if not t.startswith("crag_shared"))
+             for module, targets in layering.file_graph().items() if module.startswith("crag_shared")}
+    assert {module: targets for module, targets in stray.items() if targets} == {}
+
+
+def test_no_shipped_code_looks_for_the_bench_data():
+    """The bench data lies beside the checkout; only benchmarks/ (no wheel ships it) may look for it there."""
+    shipped = [path for package in ("crag_shared", "crag_llamaindex", "crag_haystack")
+               for path in (ROOT / package).rglob("*.py")]
+    assert [str(p.relative_to(ROOT)) for p in shipped if '"shared"' in p.read_text() or "../shared" in
+            p.read_text()] == []
+
+
+def test_the_layout_picture_is_drawn_from_todays_imports():
+    assert layering.PICTURE.read_text(encoding="utf-8") == layering.render(), \
+        "the layers changed: run `python tests/layering.py` and commit docs/layout.svg"
+
+
+def test_the_layout_page_names_every_room():
+    page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    missing = [room for room in layering.room_graph() if f"`{room.removeprefix('crag_shared/')}`" not in page]
+    assert missing == []
+
+
+def test_any_stays_at_the_framework_boundaries():
+    """`Any` in the three runtimes, counted per file: the total may fall, never rise past the layout page's."""
+    counts = layering.any_uses(p for package in ("crag_shared", "crag_llamaindex", "crag_haystack")
+                               for p in runtime_files(package))
+    page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    documented = int(page.split("`Any` appears ")[1].split(" ")[0])
+    assert sum(counts.values()) <= documented, sorted(counts.items(), key=lambda item: -item[1])

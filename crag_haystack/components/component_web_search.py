@@ -61,16 +61,16 @@ class ComponentWebSearch(_WebSearchComponent):
         self.allow_private_addresses = allow_private_addresses
         self.raise_on_failure = raise_on_failure
 
-    def _find(self, query: str) -> list[Any]:
+    def _find(self, query: str) -> list[object]:
         return self._find_output(self.search.run(query=query))
 
-    async def _afind(self, query: str) -> list[Any]:
+    async def _afind(self, query: str) -> list[object]:
         return self._find_output(await self.search.run_async(query=query))
 
-    def _find_output(self, output: Any) -> list[Any]:
+    def _find_output(self, output: object) -> list[object]:
         if not isinstance(output, dict) or not ({"documents", "links"} & output.keys()):
             raise TypeError(f"{type(self.search).__name__}.run returned no `documents` or `links`")
-        found: list[Any] = list(output.get("documents") or [])
+        found: list[object] = list(output.get("documents") or [])
         known = {d.meta.get("link") or d.meta.get("url") for d in found if isinstance(d, Document)}
         return found + [{"link": link} for link in output.get("links") or [] if link not in known]
 
@@ -97,4 +97,4 @@ class ComponentWebSearch(_WebSearchComponent):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ComponentWebSearch":
         """Rebuild the component, and the wrapped one, from `to_dict`'s output."""
-        return from_dict_with_nested(cls, current_type(cls, data), ("search",))  # type: ignore[no-any-return]
+        return from_dict_with_nested(cls, current_type(cls, data), ("search",))

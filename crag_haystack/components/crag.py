@@ -5,7 +5,16 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import CorrectionResult, Corrector, CRAGConfig, Passage, RetrievalEvaluator, WebSearch
+from crag_shared.adapter import (
+    CorrectionResult,
+    Corrector,
+    CRAGConfig,
+    OnWebFailure,
+    Passage,
+    RefineMode,
+    RetrievalEvaluator,
+    WebSearch,
+)
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
@@ -50,9 +59,9 @@ class CRAG(Lifecycle):
                  chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "lexical",
                  evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
-                 refine_mode: str = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
-                 web_top_k: int = 5, on_web_failure: str = "drop", score_titles: bool = False,
-                 web_refine_mode: str = "selection", max_keywords: int = 3,
+                 refine_mode: RefineMode = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
+                 web_top_k: int = 5, on_web_failure: OnWebFailure = "drop", score_titles: bool = False,
+                 web_refine_mode: RefineMode = "selection", max_keywords: int = 3,
                  fallback_evaluator: str | None = "lexical", max_strip_chars: int = 2_000,
                  text_embedder: Any | None = None, document_embedder: Any | None = None,
                  language: str = "en") -> None:

@@ -5,7 +5,7 @@ from typing import Any, Literal
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from crag_shared.adapter import Corrector, CRAGConfig, Refinement, RetrievalEvaluator
+from crag_shared.adapter import Corrector, CRAGConfig, Refinement, RefineMode, RetrievalEvaluator
 
 from ..convert import checked_documents, strip_document, to_passage
 from ..embedding import deserialize_device, evaluator_for, evaluator_setting
@@ -35,7 +35,7 @@ class KnowledgeRefiner(Lifecycle):
     __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, evaluator: str | RetrievalEvaluator = "lexical",
-                 refine_mode: Literal["fixed_num", "excerption", "selection"] = "excerption", strip_top_k: int = 5,
+                 refine_mode: RefineMode = "excerption", strip_top_k: int = 5,
                  strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,
                  text_embedder: Any | None = None, document_embedder: Any | None = None,

@@ -3,7 +3,7 @@
 `Corrector.judge`: the decision is the core's, not a copy of it."""
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
@@ -14,6 +14,7 @@ from crag_shared.adapter import (
     Corrector,
     CRAGConfig,
     Judgment,
+    OnWebFailure,
     RetrievalEvaluator,
     abstention_for,
 )
@@ -63,7 +64,7 @@ class RetrievalRouter(Lifecycle):
     def __init__(self, evaluator: str | RetrievalEvaluator = "lexical", upper: float | None = None,
                  lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
-                 document_embedder: Any | None = None, on_web_failure: Literal["keep", "drop"] = "drop",
+                 document_embedder: Any | None = None, on_web_failure: OnWebFailure = "drop",
                  evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  language: str = "en") -> None:
         """

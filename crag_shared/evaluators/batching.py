@@ -33,9 +33,13 @@ CHARS_PER_TOKEN_CAP = 8
 class Loadable(Protocol):
     """What `load_once` needs of an evaluator: its model's name, its model slot, a lock and the loader."""
 
-    model_name: str | None
     _model: Any
     _lock: threading.RLock
+
+    @property
+    def model_name(self) -> str | None:
+        """The checkpoint's path or hub id (None: a model the application passed)."""
+        ...
 
     def _load(self) -> None: ...
 
