@@ -1,10 +1,12 @@
 """`crag-bench abstain`: does irrelevant text reach the generator, through the core and every adapter entry point?
 
-With the one-line setups (no web search, default settings), two PopQA sets of 100 questions:
-- out of corpus: each question with the top-10 passages of another question (question i gets those of
-  question i + `shift`), so every passage is irrelevant: counted is how often any of that text reaches the
-  generator;
-- in corpus: each question with its own top-10 passages: counted is how often the gold answer reaches the
+With the one-line setups (no web search, default settings), three kinds of set:
+- out of corpus: each PopQA question with the top-10 passages of another question (question i gets those
+  of question i + `shift`), so every passage is irrelevant: counted is how often any of that text reaches
+  the generator;
+- near miss: the right neighbourhood without the answer (`near_miss.py`: PopQA's own passages minus those
+  that carry the answer, the written set, SQuAD's other paragraphs of the article): counted is the same;
+- in corpus: each question with its own passages: counted is how often the gold answer reaches the
   generator, and how often a question with a relevant passage (PopQA's title rule) is abstained on.
 Each entry point runs with a recording stand-in LLM or generator, so "reaches the generator" means what the
 generator was really sent: the core's `knowledge_text`, the LlamaIndex postprocessor in a
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,7 +25,8 @@ from typing import Any, TextIO
 from crag_shared.corrector import Corrector
 from crag_shared.types import Passage
 
-from .recall import has_answer_word
+from .near_miss import answer_kept, popqa_sets, squad_sets, written_sets
+from .recall import reached
 
 ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "llamaindex workflow",
                 "haystack CRAG component", "haystack build_crag_pipeline")
@@ -44,21 +46,6 @@ def load(bench: Path, queries: int, shift: int) -> tuple[list[dict[str, Any]], l
         outside.append({"question": row["question"], "answers": row["answers"], "ctxs": other,
                         "relevant": any(c["title"] == row["s_wiki_title"] for c in other)})
     return inside, outside
-
-
-def passage_pieces(ctxs: Sequence[dict[str, Any]]) -> list[str]:
-    """Pieces of the passages long enough to be recognized in a prompt: any one found there means passage
-    text reached the generator (strips are verbatim spans of their passages)."""
-    pieces = []
-    for ctx in ctxs:
-        pieces += [p.strip() for p in re.split(r"(?<=[.!?])\s+", ctx["text"]) if len(p.strip()) >= 25]
-    return pieces
-
-
-def reached(sent: Sequence[str], ctxs: Sequence[dict[str, Any]]) -> bool:
-    """Whether any recognizable piece of the passages appears in what the generator was sent."""
-    joined = "\n".join(sent)
-    return any(piece in joined for piece in passage_pieces(ctxs))
 
 
 def core_answer() -> Answer:
@@ -140,18 +127,25 @@ def measure(rows: Sequence[dict[str, Any]], answers: dict[str, Answer]) -> dict[
         for row in rows:
             sent, abstained = answer(row["question"], row["ctxs"])
             counts["passage_text_reached"] += reached(sent, row["ctxs"])
-            counts["answer_reached"] += has_answer_word("\n".join(sent), row["answers"])
+            counts["answer_reached"] += answer_kept(row, sent)
             counts["abstained"] += abstained
             counts["abstained_with_relevant"] += abstained and row["relevant"]
         figures[name] = counts
     return figures
 
 
-def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1) -> dict[str, Any]:
-    """Run the benchmark, print its table to `out`, and return the figures."""
+def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1, squad_per_half: int = 50
+        ) -> dict[str, Any]:
+    """Run the benchmark, print its table to `out`, and return the figures (the SQuAD rows: its test half)."""
     inside, outside = load(bench, queries, shift)
+    near = popqa_sets(bench)["near miss"]
+    written = written_sets()
+    squad = {part: [r for r in rows if r["half"] == "test"] for part, rows in squad_sets(bench, squad_per_half).items()}
     results: dict[str, Any] = {}
-    for label, rows in (("out of corpus", outside), ("in corpus", inside)):
+    for label, rows in (("out of corpus", outside), ("in corpus", inside), ("near miss: PopQA", near),
+                        ("in corpus: written", written["in corpus"]), ("near miss: written", written["near miss"]),
+                        ("in corpus: SQuAD test half", squad["in corpus"]),
+                        ("near miss: SQuAD test half", squad["near miss"])):
         answers = {"core": core_answer(), **llamaindex_answers(rows), **haystack_answers(rows)}
         results[label] = {"questions": len(rows), "with_relevant": sum(r["relevant"] for r in rows),
                           "entry_points": measure(rows, answers)}

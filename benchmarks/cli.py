@@ -91,6 +91,14 @@ def _web_benches(benches: Any) -> None:
                                  "on loopback, against the replay provider")
     sources.add_argument("--bench-dir")
     sources.add_argument("--queries", type=POSITIVE_INT, default=100)
+    near = benches.add_parser("near-miss", help="near misses (namesakes, other facts, other paragraphs): answers "
+                              "kept and near misses passed on, tune and test halves; --fit, Eq. 2 per evaluator")
+    near.add_argument("--bench-dir")
+    near.add_argument("--fit", action="store_true", help="fit the lexical reading penalties and upper threshold "
+                      "on the tune halves")
+    near.add_argument("--evaluator", action="append", default=[], help=f"{EVALUATOR_HELP} (repeatable): fit "
+                      "Eq. 2 with near misses as negatives on the tune halves, report the test halves")
+    near.add_argument("--squad-per-half", type=POSITIVE_INT, default=150)
     benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "
                        "(MB, packages)")
     bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
@@ -117,6 +125,14 @@ def _bench_web(args: argparse.Namespace) -> int:
 
     figures = run(sys.stdout, pages=args.pages, delay=args.delay, repeats=args.repeats)
     return 0 if figures["ours_over_t"] <= 1.3 else 1
+
+
+def _bench_near_miss(args: argparse.Namespace) -> int:
+    from .near_miss import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), fit=args.fit, evaluators=args.evaluator,
+        squad_per_half=args.squad_per_half)
+    return 0
 
 
 def _bench_footprint(args: argparse.Namespace) -> int:
@@ -232,7 +248,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "web": _bench_web, "throughput": _bench_throughput, "batch": _bench_batch, "recall": _bench_recall,
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
-    "footprint": _bench_footprint,
+    "footprint": _bench_footprint, "near-miss": _bench_near_miss,
 }
 
 

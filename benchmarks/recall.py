@@ -99,3 +99,18 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
                   f"{r['words'] / base['words']:.0%} of plain RAG; actions {r['actions']}; "
                   f"{r['queries_with_fallback']} queries took a fallback\n")
     return results
+
+
+def passage_pieces(ctxs: Sequence[dict[str, Any]]) -> list[str]:
+    """Pieces of the passages long enough to be recognized in a prompt: any one found there means passage
+    text reached the generator (strips are verbatim spans of their passages)."""
+    pieces = []
+    for ctx in ctxs:
+        pieces += [p.strip() for p in re.split(r"(?<=[.!?])\s+", ctx["text"]) if len(p.strip()) >= 25]
+    return pieces
+
+
+def reached(sent: Sequence[str], ctxs: Sequence[dict[str, Any]]) -> bool:
+    """Whether any recognizable piece of the passages appears in what the generator was sent."""
+    joined = "\n".join(sent)
+    return any(piece in joined for piece in passage_pieces(ctxs))

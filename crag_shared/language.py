@@ -19,9 +19,10 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 from .sentences import SPLITTER_LANGUAGES
 from .text import STOPWORDS, fold, words
@@ -103,7 +104,8 @@ class Analyzer:
     def tokens(self, text: str) -> list[Token]:
         """The tokens of `text`."""
         if self.code == "en":  # exactly the English analysis crag has always used
-            return [Token(w, term, term in self.stopwords) for w in words(text) for term in (fold(w),)]
+            return [Token(w, term, term in self.stopwords or w.lower() in self.stopwords)
+                    for w in words(text) for term in (fold(w),)]
         out: list[Token] = []
         for match in _TOKENS.finditer(text):
             kind, piece = match.lastgroup, match.group()
@@ -190,7 +192,7 @@ class QuestionWords:
     `score(text)` in [-1, 1] is LexicalEvaluator's measure for one text; the embedding evaluator's
     "matched" unit uses it to pick the sentences worth embedding, and the in-memory web ranks pages by it."""
 
-    def __init__(self, query: str, language: str = "en") -> None:
+    def __init__(self, query: str, language: str = "en", variant: Callable[[str], str] | None = None) -> None:
         self.language = language
         self.analyzer = analyzer(language)
         self.weights: dict[str, float] = {}
@@ -214,6 +216,11 @@ class QuestionWords:
             self.weights[kept] = max(weight, self.weights.get(kept, 0.0))
         self.pairs = {(a, b) for a, b in itertools.pairwise(content) if a and b}
         self.total = sum(self.weights.values())
+        #: `variant` (e.g. a stem): a lower-case question word also matches a text word of the same variant
+        #: ("invented" matches "inventing"); names match as written
+        self._variant = variant
+        self._variants = {variant(term): term for term, up in zip(content, capital) if term and not up} \
+            if variant else {}
 
     def score(self, text: str) -> float:
         """One text's score in [-1, 1] against these question words."""
@@ -221,6 +228,13 @@ class QuestionWords:
             return -1.0
         tokens = self.analyzer.terms(text)
         found = self.weights.keys() & tokens  # set operations run in C: a 4 MB passage has 750,000 tokens
+        if self._variants and len(found) < len(self.weights):
+            variant = cast(Callable[[str], str], self._variant)
+            keys = set(map(variant, set(tokens)))
+            by_variant = {term for key, term in self._variants.items() if key in keys and term not in found}
+            if by_variant:
+                found |= by_variant
+                tokens = [term if term in self.weights else self._variants.get(variant(term), term) for term in tokens]
         if not found:
             return -1.0
         coverage = sum(weight for term, weight in self.weights.items() if term in found) / self.total

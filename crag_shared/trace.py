@@ -82,11 +82,14 @@ class SkippedPassage(Step):
 
 @dataclass(frozen=True)
 class Evaluated(Step):
-    """Every passage's score in input order (-1 for passages without text)."""
+    """Every passage's score in input order (-1 for passages without text), and, from an evaluator that
+    explains its scores, why each lowered passage was lowered ("" where none was), e.g. "no sentence
+    states 'born' with a place (-0.60)": the signal that turned a near miss away."""
 
     name: ClassVar[str] = "evaluate"
     scores: list[float]
     ms: float
+    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def build_agent() -> Agent:
 def main() -> None:
     agent = build_agent()
     agent.warm_up()
-    for question in ("Who designed the Sydney Harbour Bridge?", "What is the capital of Mongolia?"):
+    for question in ("Who designed the Sydney Opera House?", "What is the capital of Mongolia?"):
         result = agent.run(messages=[ChatMessage.from_user(question)])
         print(question, "->", result["messages"][-1].text)
 

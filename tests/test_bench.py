@@ -45,7 +45,8 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
 def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
     pytest.importorskip("haystack")
     pytest.importorskip("llama_index.core")
-    from benchmarks.abstain import ENTRY_POINTS, reached, run
+    from benchmarks.abstain import ENTRY_POINTS, run
+    from benchmarks.recall import reached
 
     assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
                                                                         "France. It is tall."}])

@@ -184,21 +184,25 @@ def test_incorrect_drop_lists_the_discarded_passages(mode):
     assert result.trace.find("filter_passages")[0].below_lower == [BelowLower(0, "0", -1.0)]
 
 
-def test_ambiguous_keeps_internal_knowledge_when_web_fails(mode):
-    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})),
-                          web_search=FailingWeb(TimeoutError("search timed out")))
-    result = run(corrector, QUERY, [NAMESAKE], mode)
+def test_ambiguous_keeps_internal_knowledge_when_web_fails_only_as_correct_would_or_when_told(mode):
+    judge = LLMEvaluator(Judge({NAMESAKE: "unsure"}))
+    strict = run(Corrector(evaluator=judge, web_search=FailingWeb(TimeoutError("search timed out"))),
+                 QUERY, [NAMESAKE], mode)
+    assert strict.action is Action.AMBIGUOUS and strict.abstained and strict.knowledge == []
+    assert strict.fallbacks[-1].applied.startswith("kept only the internal strips scoring at least the upper")
+    assert "TimeoutError: search timed out" in strict.fallbacks[-1].reason
+    result = run(Corrector(evaluator=judge, web_search=FailingWeb(TimeoutError("search timed out")),
+                           on_web_failure="keep"), QUERY, [NAMESAKE], mode)
     assert result.action is Action.AMBIGUOUS and [s.text for s in result.knowledge] == [NAMESAKE]
     assert not result.abstained and "TimeoutError: search timed out" in result.web_missing
     assert result.fallbacks[-1].applied.startswith("kept the internal strips that pass the strip threshold")
-    assert "TimeoutError: search timed out" in result.fallbacks[-1].reason
 
 
-def test_ambiguous_without_web_keeps_only_strips_passing_the_strip_threshold(mode):
+def test_ambiguous_without_web_keeping_keeps_only_strips_passing_the_strip_threshold(mode):
     weak = "Bob Feilden was a British mechanical engineer. The Eiffel Tower stands in Paris. It is made of iron."
     corrector = Corrector(evaluator=LLMEvaluator(Judge({weak: "unsure", "Bob Feilden was a British mechanical "
                                                         "engineer.": "unsure"})),
-                          refiner=StripRefiner("excerption", strip_words=3, threshold=0.0))
+                          refiner=StripRefiner("excerption", strip_words=3, threshold=0.0), on_web_failure="keep")
     result = run(corrector, QUERY, [weak], mode)
     assert result.action is Action.AMBIGUOUS and result.web_missing == "no web search configured"
     strips = result.trace.find("refine_internal")[0]

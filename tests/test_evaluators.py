@@ -42,7 +42,26 @@ def test_lexical_pair_auroc_on_popqa(bench_dir):
     pairs = load_pairs(bench_dir / "popqa_ctxs.jsonl")
     ev = LexicalEvaluator()
     scores = [ev.score(p.query, [p.passage])[0] for p in pairs]
-    assert auroc(scores, [p.relevant for p in pairs]) >= 0.85  # plain word overlap: 0.83
+    # PopQA's title rule counts every passage of the page relevant, also those that never state an occupation,
+    # which the judge now reads as not answering: 0.857 by word overlap and best sentence alone (plain: 0.83)
+    assert auroc(scores, [p.relevant for p in pairs]) >= 0.84
+
+
+def test_reading_for_the_answer_ranks_answer_bearing_popqa_passages_higher(bench_dir):
+    import json
+
+    from crag_shared.tools.data import auroc
+
+    rows = [json.loads(line) for line in (bench_dir / "popqa_ctxs.jsonl").open(encoding="utf-8")]
+    found = {}
+    for reads in (True, False):
+        ev, scores, labels = LexicalEvaluator(reads_answer=reads), [], []
+        for row in rows:
+            ctxs = [c for c in row["ctxs"][:10] if c["text"].strip()]
+            scores += ev.score(row["question"], [c["text"] for c in ctxs])
+            labels += [c["has_answer_word"] for c in ctxs]
+        found[reads] = auroc(scores, labels)
+    assert found[True] > found[False]
 
 
 def test_lexical_score_does_not_depend_on_the_batch():
@@ -322,7 +341,7 @@ def test_lexical_prefers_a_passage_whose_one_sentence_holds_the_question():
     question = "When did Marie Curie win the Nobel Prize in Chemistry?"
     together = "Her family moved often. Marie Curie won the Nobel Prize in Chemistry in 1911. She died in 1934."
     spread = "Marie Curie was born in Warsaw. A prize is given in Stockholm. Nobel founded it. Chemistry grew."
-    blended, whole = LexicalEvaluator(), LexicalEvaluator(sentence_weight=0.0)
+    blended, whole = LexicalEvaluator(reads_answer=False), LexicalEvaluator(sentence_weight=0.0, reads_answer=False)
     assert whole.score(question, [together])[0] == pytest.approx(whole.score(question, [spread])[0], abs=0.15)
     gap = blended.score(question, [together])[0] - blended.score(question, [spread])[0]
     assert gap > whole.score(question, [together])[0] - whole.score(question, [spread])[0] + 0.1

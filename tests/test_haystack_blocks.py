@@ -60,7 +60,7 @@ def test_the_agent_example_answers_from_crag_and_hears_no_knowledge(capsys):
     spec.loader.exec_module(example)
     example.main()
     designed, mongolia = capsys.readouterr().out.strip().splitlines()
-    assert "Jørn Utzon" in designed or "Bradfield" in designed or "- " in designed
+    assert "Jørn Utzon" in designed
     assert mongolia.endswith("(no web search configured)).") and "No relevant knowledge found" in mongolia
 
 

@@ -283,8 +283,8 @@ async def test_query_engine_and_workflow_take_node_postprocessors_and_concurrenc
     with pytest.raises(TypeError, match="node_postprocessors"):
         CRAGQueryEngine(retriever, node_postprocessors=["reorder"])
     workflow = CRAGWorkflow(retriever, node_postprocessors=[cut, LongContextReorder()], num_concurrent_runs=2)
-    answered = await workflow.run(query=CORRECT_Q)
-    assert answered.metadata["crag"]["scores"] == response.metadata["crag"]["scores"]
+    answered = await workflow.run(query=CORRECT_Q)  # the same nodes, reordered by LongContextReorder
+    assert sorted(answered.metadata["crag"]["scores"]) == sorted(response.metadata["crag"]["scores"])
 
 
 def test_web_search_retriever_reports_a_search_not_a_judgment(caplog):

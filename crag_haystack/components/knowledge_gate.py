@@ -21,6 +21,9 @@ class KnowledgeGate:
     generator never run: connect it to a `NoAnswerReply`. It runs on the joiner's output, so every branch
     must feed the joiner, even with nothing (`build_crag_pipeline` sends the router's empty `incorrect`
     there when there is no web search). The router's `action` and `abstention` say more.
+    Ambiguous without web knowledge keeps only the strips that would be Correct on their own, as the core
+    does: the router stamps Ambiguous documents with the upper threshold (`meta["crag_keep_at"]`, unless
+    `on_web_failure="keep"`), and when no web strip arrived the gate drops the strips scoring below it.
 
     Usage:
 
@@ -44,8 +47,20 @@ class KnowledgeGate:
         """
         checked_query("KnowledgeGate", query)
         documents = checked_documents("KnowledgeGate", documents)
+        floor_applies = not any(d.meta.get("crag_origin") == "web" for d in documents)
+        kept = [d for d in documents if not floor_applies or "crag_keep_at" not in d.meta
+                or (d.score if d.score is not None else -1.0) >= d.meta["crag_keep_at"]]
+        if len(kept) < len(documents):
+            logger.debug("KnowledgeGate: Ambiguous without web knowledge: kept {kept} of {total} internal strips "
+                         "(those scoring at least the upper threshold)", kept=len(kept), total=len(documents))
+        if kept:
+            return {"documents": kept}
         if documents:
-            return {"documents": documents}
+            web = "; ".join(web_issues) if web_issues else (
+                "no web search configured" if web_issues is None else "the web search gave no knowledge")
+            reason = abstention_for(Action.AMBIGUOUS, web, documents[0].meta["crag_keep_at"]).reason
+            logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
+            return {"abstention": reason}
         if not query.strip():
             reason = abstention_for(Action.UNJUDGED, None).reason
         else:

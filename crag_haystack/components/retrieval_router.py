@@ -138,7 +138,10 @@ class RetrievalRouter(Lifecycle):
         if action is Action.UNJUDGED:
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
                     "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
-        routed = [scored_copy(d, s, crag_action=action.value) for d, s in zip(documents, judgment.scores)]
+        # Ambiguous without web knowledge keeps only strips that would be Correct: the gate reads the floor
+        stamp = ({"crag_keep_at": judgment.thresholds[0]}
+                 if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else {})
+        routed = [scored_copy(d, s, crag_action=action.value, **stamp) for d, s in zip(documents, judgment.scores)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
         kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)
         outputs: dict[str, Any] = {action.value: [d for i, d in enumerate(routed) if i in kept],

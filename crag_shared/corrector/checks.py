@@ -41,7 +41,11 @@ def checked_scores(evaluator: RetrievalEvaluator, answer: object, expected: int,
     if outside:
         trace.fallback("evaluate", f"{name} returned {len(outside)} score(s) outside [-1, 1] "
                        f"(e.g. {outside[0]:g})", "clipped them to [-1, 1]")
-    return Evaluation([clip(score) for score in scores], list(answer.notes))
+    reasons = answer.reasons
+    if reasons and (not isinstance(reasons, (list, tuple)) or len(reasons) != expected
+                    or not all(isinstance(r, str) for r in reasons)):
+        raise ValueError(f"evaluator {name} returned reasons that are not one string per text ({expected} texts)")
+    return Evaluation([clip(score) for score in scores], list(answer.notes), list(reasons))
 
 
 def checked_response(provider: WebSearch, response: object) -> WebSearchResponse:

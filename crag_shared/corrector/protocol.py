@@ -72,6 +72,7 @@ class ScoringState:
     evaluator: RetrievalEvaluator
     policy: ActionPolicy
     cache: dict[str, float] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # why the evaluator lowered a text, by text
 
 
 Request: TypeAlias = "ScoreRequest | WebRequest | BothRequest"

@@ -160,9 +160,12 @@ class Walks:
                 web_missing = web.failure if web is not None else (
                     NO_WEB_SEARCH if self.web_search is None else "web search was not run")
                 keep = action is Action.INCORRECT and self.on_web_failure == "keep"
+                strict = action is Action.AMBIGUOUS and self.on_web_failure == "drop"
                 applied = ("kept the internal passages' best strips (flagged)" if keep
                            else "abstained: the internal passages were judged irrelevant and dropped"
                            if action is Action.INCORRECT
+                           else f"kept only the internal strips scoring at least the upper threshold "
+                                f"({state.policy.upper:+.2f}), as Correct would; the web half is missing" if strict
                            else "kept the internal strips that pass the strip threshold; the web half is missing")
                 trace.fallback("web_search", web_missing, applied, expected=web_missing == NO_WEB_SEARCH)
                 if web_missing == NO_WEB_SEARCH:
@@ -170,9 +173,13 @@ class Walks:
                 if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
+                elif strict:
+                    floor = max(state.policy.upper, self.refiner.threshold)
+                    internal = [strip for strip in internal if strip.score >= floor]
 
         knowledge = internal + external
-        abstention = None if knowledge else abstention_for(action, web_missing)
+        strict_floor = state.policy.upper if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None
+        abstention = None if knowledge else abstention_for(action, web_missing, strict_floor)
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
         trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
@@ -205,7 +212,9 @@ class Walks:
         valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
         for i, s in zip(valid, valid_scores):
             scores[i] = s
-        trace.add(Evaluated(list(scores), ms_since(started)))
+        reasons = [state.reasons.get(" ".join(self._scored_text(p).split()), "") if i in valid else ""
+                   for i, p in enumerate(items)]
+        trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else []))
         action = state.policy.decide(valid_scores)
         upper, lower = state.policy.upper, state.policy.lower
         trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None)))
@@ -256,10 +265,12 @@ class Walks:
                                f"{answer.error}", f"scored with {describe(fallback)} and its thresholds")
                 state.evaluator, state.policy = fallback, ActionPolicy.for_evaluator(fallback)
                 state.cache.clear()
+                state.reasons.clear()
                 return (yield from self._score(state, trace, query, texts))
             for note in answer.notes:
                 trace.add(EvaluatorNote(note))
             state.cache.update(zip((key for key, _ in missing), answer.scores))
+            state.reasons.update((key, reason) for (key, _), reason in zip(missing, answer.reasons) if reason)
         return [state.cache[k] for k in keys]
 
     def _refine(self, state: ScoringState, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
@@ -312,14 +323,16 @@ def ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def abstention_for(action: Action, web_missing: str | None) -> Abstention:
+def abstention_for(action: Action, web_missing: str | None, upper: float | None = None) -> Abstention:
     """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
-    there is no web knowledge, None when the web gave pages but none of their strips passed. The Haystack
-    pipeline's `KnowledgeGate` words its abstentions with this too."""
+    there is no web knowledge, None when the web gave pages but none of their strips passed; `upper`, the
+    floor an Ambiguous query's internal strips had to reach without web knowledge. The Haystack pipeline's
+    `KnowledgeGate` words its abstentions with this too."""
     if action is Action.UNJUDGED:
         return Abstention("empty_query", "the query is empty: nothing was judged")
     web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
     if action is Action.INCORRECT:
         return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
-    internal = "no retrieved strip passed the strip threshold"
+    internal = (f"no retrieved strip scored at least the upper threshold ({upper:+.2f})" if upper is not None
+                and action is Action.AMBIGUOUS and web_missing else "no retrieved strip passed the strip threshold")
     return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")

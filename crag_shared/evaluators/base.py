@@ -21,10 +21,12 @@ class EvaluatorConfigurationError(ValueError):
 
 @dataclass
 class Evaluation:
-    """Scores in input order, plus notes about anything unusual (e.g. an unparsable LLM verdict)."""
+    """Scores in input order, plus notes about anything unusual (e.g. an unparsable LLM verdict), and, from
+    evaluators that explain their scores, one reason per text ("" where there is none to give)."""
 
     scores: list[float]
     notes: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
 
 
 class RetrievalEvaluator(ABC):

@@ -7,6 +7,13 @@ from collections.abc import Sequence
 from ..language import QuestionWords, check_language, resolve
 from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
+from .reading import Reading, relation_key
+
+#: How much a text loses when no sentence of it states the question's relation with an answer of the asked
+#: kind (scaled by how much is missing), and when it does not name the question's entity in full. Fitted
+#: with near misses as negatives (`crag-bench near-miss --fit`); the figures are in docs: Benchmarks.
+RELATION_PENALTY = 0.4
+NAME_PENALTY = 0.2
 
 
 class LexicalEvaluator(RetrievalEvaluator):
@@ -36,20 +43,56 @@ class LexicalEvaluator(RetrievalEvaluator):
     those matter.
     """
 
-    default_thresholds = (0.2, -0.5)
+    #: reading for the answer (English): fitted with near misses as negatives (`crag-bench near-miss --fit`)
+    default_thresholds = (0.32, -0.5)
+    #: word overlap alone (other languages, `reads_answer=False`): fitted on off-topic retrieval
+    overlap_thresholds = (0.2, -0.5)
 
     def __init__(self, thresholds: tuple[float, float] | None = None, *, sentence_weight: float = 0.5,
-                 language: str = "en") -> None:
+                 language: str = "en", reads_answer: bool = True, relation_penalty: float = RELATION_PENALTY,
+                 name_penalty: float = NAME_PENALTY) -> None:
         if not 0.0 <= sentence_weight <= 1.0:
             raise ValueError(f"sentence_weight must lie in [0, 1], got {sentence_weight}")
+        for name, value in (("relation_penalty", relation_penalty), ("name_penalty", name_penalty)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 2.0:
+                raise ValueError(f"{name} must be a number in [0, 2], got {value!r}")
         self._thresholds = tuple(thresholds) if thresholds is not None else None
         self.sentence_weight = sentence_weight
         self.language = check_language(language)
+        self.reads_answer = bool(reads_answer)
+        self.relation_penalty = float(relation_penalty)
+        self.name_penalty = float(name_penalty)
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """The thresholds given, else those fitted for how this evaluator reads: `default_thresholds` when it
+        reads English questions for their answer, `overlap_thresholds` when it matches words alone."""
+        if self._thresholds is not None:
+            return (self._thresholds[0], self._thresholds[1])
+        return self.default_thresholds if self.reads_answer and self.language == "en" else self.overlap_thresholds
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
-        """Weighted coverage of the question's content words, whole text and best sentence averaged."""
-        question = QuestionWords(query, resolve(self.language, query))
-        return Evaluation([self._score(question, text) for text in texts])
+        """Weighted coverage of the question's content words, whole text and best sentence averaged; in
+        English, lowered for a text that does not state what the question asks (`reads_answer`)."""
+        language = resolve(self.language, query)
+        reads = self.reads_answer and language == "en"
+        question = QuestionWords(query, language, variant=relation_key if reads else None)
+        scores = [self._score(question, text) for text in texts]
+        if not reads:
+            return Evaluation(scores)
+        reading = Reading(query)
+        if not reading.checks:
+            return Evaluation(scores)
+        reasons = []
+        for i, (score, text) in enumerate(zip(scores, texts)):
+            if score == -1.0:
+                reasons.append("")
+                continue
+            assessed = reading.assess(text)
+            penalty = self.relation_penalty * (1.0 - assessed.support) + self.name_penalty * (not assessed.full_name)
+            scores[i] = max(-1.0, score - penalty)
+            reasons.append(f"{assessed.reason} ({-penalty:+.2f})" if penalty else "")
+        return Evaluation(scores, reasons=reasons)
 
     def _score(self, question: QuestionWords, text: str) -> float:
         whole = question.score(text)

@@ -1,0 +1,243 @@
+"""Reading an English question for its answer, not its topic.
+
+A near miss names the question's entity but never states the fact asked for: the person's later life for
+a birthplace question, a namesake's career for an occupation question. Word overlap rewards it as much
+as the answer. `Reading` splits the question into what it is about (the entity: its capitalised words)
+and what it asks (the relation: its other content words, and the kind of answer its question word wants),
+and checks a passage for both:
+
+- the relation, stated in one sentence: "born" (or "birth", "birthplace"...), "founded" ("founder"...),
+  inflections and agent nouns matched by stem and a small table of irregular forms;
+- an answer of the asked kind in that sentence: a place after "in/at/from" for "where", a year or a
+  month for "when", a name for "who", a number for "how many", "was a ..." for an occupation;
+- the entity's name in full: a multi-word name in the question must stand in the passage as a name that
+  starts and ends with the same words (middle names and initials allowed), not only its surname or inside
+  a longer name ("Charles Harrison Mason" is not "Charles Harrison").
+
+Each check that fails is a short reason (`Assessment.reason`) that the trace carries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..sentences import sentence_spans
+from ..text import STOPWORDS, fold, words
+
+Kind = str  # "place" | "time" | "person" | "number" | "description"
+
+_IRREGULAR_FORMS = {
+    "born": "born birth births birthplace birthday native",
+    "die": "die died dies dying death dead deceased",
+    "write": "write wrote written writes writing writer author authored compose composed composer",
+    "sink": "sink sank sunk sinking", "fall": "fall fell fallen falls",
+    "begin": "begin began begun begins beginning start started starts outbreak",
+    "build": "build built builder building construct constructed construction",
+    "lead": "lead led leader leads", "win": "win won winner wins winning", "take": "take took taken",
+    "become": "become became", "give": "give gave given", "sing": "sing sang sung singer",
+    "speak": "speak spoke spoken speaker", "make": "make made maker",
+    "found": "found founded founder founders founding co-founded cofounded establish established",
+    "design": "design designed designer architect", "marry": "marry married marriage wife husband spouse",
+    "kill": "kill killed assassinate assassinated assassination murder murdered",
+}
+IRREGULAR = {form: canon for canon, forms in _IRREGULAR_FORMS.items() for form in forms.split()}
+#: Attributes a description answers ("X was an English poet"): the word itself is rarely in the passage.
+DESCRIBED = frozenset({"occupation", "profession", "job", "genre", "religion", "nationality", "sport", "position",
+                       "career", "living"})
+_PARTICLES = frozenset({"de", "da", "del", "della", "der", "den", "di", "du", "van", "von", "la", "le", "bin", "al",
+                        "y", "dos", "das"})
+_SUFFIXES = frozenset({"sr", "jr", "ii", "iii", "iv"})
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
+           "apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_TIME = re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b",
+                   re.IGNORECASE)
+_NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                 "hundred|thousand|million|billion|dozen|half")
+_NUMBER = re.compile(rf"\b(\d[\d,.]*|{_NUMBER_WORDS})\b", re.IGNORECASE)
+_PLACE = re.compile(r"\b(?:in|at|from|near|of)\s+(?:the\s+)?([A-Z][\w'’-]+)")
+_DESCRIPTION = re.compile(r"\b(?:is|was|are|were|became|becomes|served as|serves as|works as|worked as)\s+"
+                          r"(?:an?|the)\s+", re.IGNORECASE)
+_CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
+_WORD = re.compile(r"[\w'’]+\.?")
+_JOINER = re.compile(r"[\s\"“”‘]*")  # between two words of one name: spaces, quotes round a nickname
+_KIND_PATTERNS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
+    ("place", re.compile(r"^(?:where\b|(?:in|from|at) (?:what|which) (?:city|country|town|place|state|region|"
+                         r"county|village)|(?:what|which) (?:city|country|town|place|state|region|county)\b)")),
+    ("time", re.compile(r"^(?:when\b|(?:in|on|by) (?:what|which) (?:year|date|day|month|century|decade)|"
+                        r"(?:what|which) (?:year|date|day|month|century|decade)\b)")),
+    ("number", re.compile(r"^(?:how (?:many|much|long|old|tall|far|high|deep|big|large|wide|heavy|fast)\b|"
+                          r"(?:what|which) (?:number|percentage|amount)\b)")),
+    ("person", re.compile(r"^(?:who|whom|whose)\b")),
+)
+
+
+@lru_cache(maxsize=100_000)
+def relation_key(term: str) -> str:
+    """A relation word's matching key: irregular forms share one ("wrote", "written", "author" -> "write"),
+    others their Snowball stem with an agent suffix dropped ("founder", "founded" -> "found")."""
+    if term in IRREGULAR:
+        return IRREGULAR[term]
+    stem = _stemmer().stemWord(term)
+    for suffix in ("er", "or", "ist"):
+        if stem.endswith(suffix) and len(stem) - len(suffix) >= 4:
+            return str(_stemmer().stemWord(stem[: -len(suffix)]))
+    return str(stem)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]  # snowballstemmer ships no type information
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def answer_kind(question: str) -> Kind | None:
+    """The kind of answer a question's wording asks for, or None when it does not say."""
+    lowered = " ".join(question.lower().split())
+    if any(f" {word}" in f" {lowered.rstrip('?')}" for word in DESCRIBED) and not lowered.startswith(
+            ("where", "when", "how ")):
+        return "description"
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.match(lowered):
+            if kind == "person" and re.match(r"^(?i:who) (?:is|was|are|were) [A-Z]", " ".join(question.split())):
+                return "description"  # "Who was Ada Lovelace?"
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How far a passage states what the question asks: `support` in [0, 1] (the share of the relation
+    stated in its best sentence, halved without an answer of the asked kind there), whether it names the
+    entity in full, and why not, in words (empty when nothing is missing)."""
+
+    support: float
+    full_name: bool
+    reason: str
+
+
+class Reading:
+    """One question, read once: its answer kind, entity terms, relation keys and multi-word names."""
+
+    def __init__(self, question: str) -> None:
+        self.kind = answer_kind(question)
+        tokens = words(question)
+        self.question_terms = frozenset(fold(w) for w in tokens)
+        entity, relation = set(), []
+        for position, word in enumerate(tokens):
+            term = fold(word)
+            if word.lower() in STOPWORDS or term in STOPWORDS:
+                continue
+            if word[:1].isupper() or word[:1].isdigit():
+                if position or word.lower() not in ("what", "which", "who", "where", "when", "how"):
+                    entity.add(term)
+            elif term not in DESCRIBED and word not in _PARTICLES and len(term) > 1:
+                relation.append(term)
+        self.entity = frozenset(entity)
+        self.relation = frozenset(relation_key(t) for t in relation)
+        self.relation_words = tuple(dict.fromkeys(relation))
+        self.names = tuple(_names(question))
+        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question) if len(run) >= 2]
+
+    @property
+    def checks(self) -> bool:
+        """Whether there is anything to read for beyond the words (a relation, a kind, a full name)."""
+        return bool(self.relation or self.kind or self.names)
+
+    def assess(self, text: str) -> Assessment:
+        """What `text` states of the question's relation and answer, and whether it names the entity."""
+        support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
+        full = not self.names or any(_names_in_full(name, text) for name in self.names)
+        reasons = []
+        if support < 1.0:
+            asked = "', '".join(self.relation_words) or "the relation"
+            if support == 0.0 or (not best_has_form and support <= 0.5):
+                reasons.append(f"no sentence states '{asked}'" + (f" with a {self.kind}" if self.kind else ""))
+            else:
+                reasons.append(f"states only part of '{asked}'" + ("" if best_has_form else f" and no {self.kind}"))
+        if not full:
+            name = self._name_words[0] if self._name_words else " ".join(self.names[0])
+            reasons.append(f"does not name '{name}' in full")
+        return Assessment(support, full, "; ".join(reasons))
+
+    def _support(self, text: str) -> tuple[float, bool]:
+        best, best_form = 0.0, False
+        for start, end in sentence_spans("en", text) or [(0, len(text))]:
+            sentence = text[start:end]
+            keys = {relation_key(fold(w)) for w in words(sentence)}
+            share = len(self.relation & keys) / len(self.relation) if self.relation else 1.0
+            form = self._has_form(sentence)
+            value = share * (1.0 if form else 0.5)
+            if value > best:
+                best, best_form = value, form
+                if best == 1.0:
+                    break
+        return best, best_form
+
+    def _has_form(self, sentence: str) -> bool:
+        kind, own = self.kind, self.question_terms
+        if kind is None:
+            return True
+        if kind == "time":
+            return bool(_TIME.search(sentence))
+        if kind == "number":
+            return any(fold(m.group(1)) not in own for m in _NUMBER.finditer(sentence))
+        if kind == "place":
+            return any(fold(m.group(1)) not in own for m in _PLACE.finditer(sentence))
+        if kind == "person":
+            return any(m.start() > 0 and fold(m.group()) not in own and fold(m.group()) not in STOPWORDS
+                       and not _TIME.fullmatch(m.group()) for m in _CAPITALISED.finditer(sentence))
+        return bool(_DESCRIPTION.search(sentence))
+
+
+def _name_runs(text: str) -> list[list[str]]:
+    """Runs of capitalised words as written (particles such as "van", initials and quoted nicknames inside);
+    any other punctuation between two words ends a run ("John Finlay (April 22, 1837)")."""
+    runs: list[list[str]] = []
+    current: list[str] = []
+    previous_end = 0
+    for match in _WORD.finditer(text):
+        word = match.group().rstrip(".")
+        joined = current and _JOINER.fullmatch(text[previous_end:match.start()])
+        previous_end = match.end()
+        if (word[:1].isupper() or (current and word in _PARTICLES)) and (joined or not current):
+            current.append(word)
+            continue
+        if current:
+            runs.append(current)
+        current = [word] if word[:1].isupper() else []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _names(question: str) -> list[tuple[str, str]]:
+    """(first, last) of each name of two or more capitalised words in the question, folded (particles,
+    suffixes and question words dropped)."""
+    found = []
+    for run in _name_runs(question):
+        kept = [fold(w) for w in run if fold(w) not in _SUFFIXES and w not in _PARTICLES
+                and w.lower() not in STOPWORDS]
+        if len(kept) >= 2:
+            found.append((kept[0], kept[-1]))
+    return found
+
+
+def _names_in_full(name: tuple[str, str], text: str) -> bool:
+    """Whether `text` names (first, last) in full: a run with the first word (or its initial) and, later,
+    the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by another name."""
+    first, last = name
+    for run in _name_runs(text):
+        folded = [fold(w) for w in run]
+        for i, word in enumerate(folded):
+            if word != first and not (len(first) == 1 and word[:1] == first):
+                continue
+            for j in range(i + 1, len(folded)):
+                if folded[j] == last:
+                    rest = run[j + 1:]
+                    if all(fold(w) in _SUFFIXES or w.isupper() for w in rest):
+                        return True
+    return False

@@ -1,0 +1,138 @@
+"""Near misses: the right neighbourhood without the answer is judged away, through the core and the real
+LlamaIndex and Haystack classes, and the trace says which signal did it; in-corpus retrieval still passes."""
+
+import pytest
+
+from crag_shared import Action, Corrector, LexicalEvaluator, StripRefiner
+from crag_shared.evaluators.reading import Reading, answer_kind, relation_key
+
+# Written for these tests (the benchmark's own sets stay in benchmarks/near_miss).
+QUESTION = "Where was Grace Hopper born?"
+ANSWERING = ("Grace Hopper was born on December 9, 1906, in New York City, the eldest of three children of "
+             "Walter Fletcher Murray and Mary Campbell Van Horne.")
+NEAR = [
+    "In 1943 Grace Hopper joined the United States Navy Reserve and was assigned to the Bureau of Ordnance "
+    "Computation Project at Harvard University, where she programmed the Mark I computer.",
+    "Grace Hopper retired from the Navy in 1986 as a rear admiral, at the age of 79, after a ceremony aboard "
+    "the USS Constitution.",
+    "Grace Hopper's work led to COBOL, one of the first high-level programming languages, whose design "
+    "drew on her earlier FLOW-MATIC language.",
+]
+SECOND = ("When did the Hubble Space Telescope launch?",
+          "The Hubble Space Telescope was launched into low Earth orbit on April 24, 1990, aboard the Space "
+          "Shuttle Discovery during mission STS-31.",
+          ["The Hubble Space Telescope is named after the astronomer Edwin Hubble, who showed that the universe "
+           "is expanding.",
+           "The Hubble Space Telescope has a 2.4-metre mirror and observes in the ultraviolet, visible and near "
+           "infrared.",
+           "Servicing missions by astronauts repaired and upgraded the Hubble Space Telescope five times."])
+
+
+def test_a_question_is_read_for_its_answer_kind_entity_and_relation():
+    reading = Reading(QUESTION)
+    assert (reading.kind, set(reading.entity), set(reading.relation)) == ("place", {"grace", "hopper"}, {"born"})
+    assert [answer_kind(q) for q in ("When did X sink?", "How many moons does Mars have?", "Who wrote Emma?",
+                                     "What is John Finlay's occupation?", "Who was Ada Lovelace?",
+                                     "What is the capital of Peru?")] == [
+        "time", "number", "person", "description", "description", None]
+    assert relation_key("wrote") == relation_key("author") == relation_key("written")
+    assert relation_key("founder") == relation_key("founded") and relation_key("birthplace") == "born"
+
+
+def test_a_passage_that_names_the_entity_but_never_states_the_fact_is_lowered_with_a_reason():
+    plain = LexicalEvaluator(reads_answer=False).evaluate(QUESTION, [ANSWERING, *NEAR])
+    read = LexicalEvaluator().evaluate(QUESTION, [ANSWERING, *NEAR])
+    assert min(plain.scores[1:]) > 0.3  # by word overlap alone, the near misses look relevant
+    assert read.scores[0] == pytest.approx(plain.scores[0]) and read.reasons[0] == ""
+    assert all(r < p for r, p in zip(read.scores[1:], plain.scores[1:]))
+    assert all("no sentence states 'born' with a place" in reason for reason in read.reasons[1:])
+
+
+def test_a_namesake_inside_a_longer_name_is_not_the_entity():
+    reading = Reading("What is Charles Harrison's occupation?")
+    assert reading.assess("Charles Harrison (1835-1903) was a British politician.").full_name
+    assert not reading.assess("Bishop Charles Harrison Mason Sr. was a Pentecostal pastor.").full_name
+    assert Reading("What is E. David Redwine's occupation?").assess(
+        "Edward David Redwine (born 1947) is a politician.").full_name
+
+
+def test_other_languages_and_opting_out_keep_plain_word_overlap():
+    assert LexicalEvaluator(reads_answer=False).evaluate(QUESTION, NEAR).reasons == []
+    assert LexicalEvaluator(language="de").evaluate("Wo wurde Grace Hopper geboren?", NEAR).reasons == []
+    with pytest.raises(ValueError, match="relation_penalty"):
+        LexicalEvaluator(relation_penalty=-1)
+
+
+@pytest.mark.parametrize("question, answering, near", [(QUESTION, ANSWERING, NEAR), SECOND])
+def test_the_core_abstains_on_near_misses_and_keeps_the_answer_in_corpus(question, answering, near):
+    corrector = Corrector()
+    missed = corrector.correct(question, near)
+    assert missed.abstained and missed.knowledge == []
+    evaluated = next(step for step in missed.trace.steps if step.name == "evaluate")
+    assert any("no sentence states" in reason for reason in evaluated.reasons)
+    found = corrector.correct(question, [near[0], answering, *near[1:]])
+    assert not found.abstained and found.action is Action.CORRECT
+    assert answering.split(",")[0] in found.knowledge_text
+
+
+def test_ambiguous_without_web_keeps_only_strips_that_would_be_correct_unless_told_to_keep():
+    evaluator = LexicalEvaluator(reads_answer=False)  # word overlap: the near misses score in between
+    scores = evaluator.score(QUESTION, NEAR)
+    upper = max(scores) + 0.01
+    strict = Corrector(evaluator, policy=None, refiner=StripRefiner("fixed_num"))
+    strict.policy = type(strict.policy)(upper, -0.9)
+    result = strict.correct(QUESTION, NEAR)
+    assert result.action is Action.AMBIGUOUS and result.abstained
+    fallback = result.trace.fallbacks[0]
+    assert "at least the upper threshold" in fallback.applied
+    keeping = Corrector(evaluator, refiner=StripRefiner("fixed_num"), on_web_failure="keep")
+    keeping.policy = type(keeping.policy)(upper, -0.9)
+    kept = keeping.correct(QUESTION, NEAR)
+    assert kept.action is Action.AMBIGUOUS and not kept.abstained
+
+
+def _llamaindex_engine(question, passages):
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine
+    from crag_llamaindex.testing import FixedRetriever, RuleLLM
+
+    retriever = FixedRetriever({question: [NodeWithScore(node=TextNode(text=t, id_=str(i)), score=0.5)
+                                           for i, t in enumerate(passages)]})
+    llm = RuleLLM()
+    return llm, [RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[CRAGPostprocessor()]),
+                 CRAGQueryEngine(retriever, llm=llm)]
+
+
+@pytest.mark.parametrize("question, answering, near", [(QUESTION, ANSWERING, NEAR), SECOND])
+def test_llamaindex_query_engines_never_call_the_llm_on_near_misses(question, answering, near):
+    pytest.importorskip("llama_index.core")
+    llm, engines = _llamaindex_engine(question, near)
+    for engine in engines:
+        response = engine.query(question)
+        assert response.source_nodes == []
+    assert llm.prompts == []
+    llm, engines = _llamaindex_engine(question, [answering, *near])
+    for engine in engines:
+        assert engine.query(question).source_nodes
+    assert len(llm.prompts) == 2 and all(answering[:40] in p for p in llm.prompts)
+
+
+@pytest.mark.parametrize("question, answering, near", [(QUESTION, ANSWERING, NEAR), SECOND])
+def test_haystack_pipelines_never_call_the_generator_on_near_misses(question, answering, near):
+    pytest.importorskip("haystack")
+    from haystack import Document
+
+    from crag_haystack import build_crag_pipeline
+    from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
+
+    for build in (build_crag_pipeline, crag_component_pipeline):
+        for passages, abstains in ((near, True), ([*near[:1], answering, *near[1:]], False)):
+            generator = ExtractiveChatGenerator()
+            retriever = FixedRetriever({question: [Document(content=t) for t in passages]})
+            result = build(retriever, generator).run({"query": question})
+            assert ("no_answer" in result) is abstains
+            assert (generator.prompts == []) is abstains
+            if not abstains:
+                assert answering[:40] in generator.prompts[0]
