@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from ..sentences import sentence_spans
 from ..text import STOPWORDS, fold, words
@@ -88,7 +89,7 @@ def relation_key(term: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]  # snowballstemmer ships no type information
+def _stemmer() -> Any:  # snowballstemmer ships no type information
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")
