@@ -208,3 +208,31 @@ def test_train_evaluator_cli_keeps_the_eval_split_unseen(tmp_path, tiny_bert, ca
     assert main(["train-evaluator", "--data", str(data), "--split", "dev", "--base-model", str(tiny_bert),
                  "--out", str(out)]) == 2
     assert "no pairs with split 'dev'" in capsys.readouterr().err
+
+
+def test_calibration_with_near_misses_judges_the_right_neighbourhood_without_the_answer_incorrect(tmp_path):
+    from crag_shared.tools.calibrate import score_by_query, with_near_misses
+    from crag_shared.tools.data import Pair
+
+    pairs = []
+    for q in range(20):
+        question = f"Where was Person{q} Smith born?"
+        pairs.append(Pair(question, f"Person{q} Smith was born in Town{q} in 1901.", True, str(q)))
+        pairs += [Pair(question, f"Person{q} Smith {text}", False, str(q)) for text in (
+            "moved to the capital and taught chemistry for many years.",
+            "married a violinist; their daughter became a painter.",
+            "retired from the university and wrote a memoir about the war.")]
+    widened = with_near_misses(pairs)
+    assert len(widened) == len(pairs) + 60 and {p.kind for p in widened[len(pairs):]} == {"near_miss"}
+    evaluator = LexicalEvaluator(reads_answer=False)  # word overlap alone: near misses look relevant
+    plain = fit_thresholds(*score_by_query(evaluator, pairs, progress=False))
+    near = fit_thresholds(*score_by_query(evaluator, widened, progress=False))
+    scores, _ = score_by_query(evaluator, widened[len(pairs):], progress=False)
+    best_miss = max(max(s) for s in scores)
+    assert plain.policy.upper <= best_miss < near.policy.upper  # only the widened fit turns them away
+    out = tmp_path / "t.json"
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"query": p.query, "passage": p.passage, "label": p.relevant,
+                                        "query_id": p.query_id}) + "\n" for p in pairs))
+    assert main(["calibrate", "--data", str(data), "--out", str(out), "--plot", "", "--near-misses"]) == 0
+    assert ActionPolicy.load(out).upper > -1

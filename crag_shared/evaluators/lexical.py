@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..language import QuestionWords, check_language, resolve
 from ..sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
-from .reading import Reading, relation_key
+from .reading import Reading
 
 #: How much a text loses when no sentence of it states the question's relation with an answer of the asked
 #: kind (scaled by how much is missing), and when it does not name the question's entity in full. Fitted
@@ -76,11 +76,11 @@ class LexicalEvaluator(RetrievalEvaluator):
         English, lowered for a text that does not state what the question asks (`reads_answer`)."""
         language = resolve(self.language, query)
         reads = self.reads_answer and language == "en"
-        question = QuestionWords(query, language, variant=relation_key if reads else None)
+        reading = Reading(query) if reads else None
+        question = QuestionWords(query, language, variant=reading.key if reading else None)
         scores = [self._score(question, text) for text in texts]
-        if not reads:
+        if reading is None:
             return Evaluation(scores)
-        reading = Reading(query)
         if not reading.checks:
             return Evaluation(scores)
         reasons = []

@@ -140,8 +140,16 @@ class Reading:
         self.entity = frozenset(entity)
         self.relation = frozenset(relation_key(t) for t in relation)
         self.relation_words = tuple(dict.fromkeys(relation))
+        # a text word can share a relation key only if it starts like a relation word or one of its irregular
+        # forms: the others are never stemmed (stemming every word of every passage costs more than scoring)
+        family = {form for form, canon in IRREGULAR.items() if canon in self.relation}
+        self._prefixes = frozenset(w[:3] for w in (*relation, *family))
         self.names = tuple(_names(question))
         self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question) if len(run) >= 2]
+
+    def key(self, term: str) -> str:
+        """`relation_key(term)` for a word that may share a key with the question's relation, else the word."""
+        return relation_key(term) if term[:3] in self._prefixes else term
 
     @property
     def checks(self) -> bool:
@@ -168,7 +176,7 @@ class Reading:
         best, best_form = 0.0, False
         for start, end in sentence_spans("en", text) or [(0, len(text))]:
             sentence = text[start:end]
-            keys = {relation_key(fold(w)) for w in words(sentence)}
+            keys = {self.key(fold(w)) for w in words(sentence)}
             share = len(self.relation & keys) / len(self.relation) if self.relation else 1.0
             form = self._has_form(sentence)
             value = share * (1.0 if form else 0.5)

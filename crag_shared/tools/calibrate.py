@@ -6,7 +6,7 @@ import bisect
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..evaluators.base import RetrievalEvaluator
@@ -114,6 +114,18 @@ def fit_thresholds(query_scores: Sequence[Sequence[float]], query_labels: Sequen
     objective, counts, accuracy = counter.objective(upper, lower, alpha)
     return Calibration(ActionPolicy(upper, lower), objective, alpha, grid, surface, counts, accuracy)
 
+
+
+def with_near_misses(pairs: Sequence[Pair], least: int = 3) -> list[Pair]:
+    """`pairs` plus, for every query with a relevant passage and at least `least` that are not, a negative
+    query of those alone (query id `ID#near-miss`): the right neighbourhood without the answer, which Eq. 2
+    should then judge Incorrect, not only off-topic retrieval."""
+    added = []
+    for query_id, group in by_query(pairs).items():
+        misses = [p for p in group if not p.relevant and p.passage.strip()]
+        if any(p.relevant for p in group) and len(misses) >= least:
+            added += [replace(p, query_id=f"{query_id}#near-miss", kind="near_miss") for p in misses]
+    return [*pairs, *added]
 
 
 def score_by_query(evaluator: RetrievalEvaluator, pairs: Sequence[Pair], *, progress: bool = True

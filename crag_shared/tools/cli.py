@@ -78,13 +78,13 @@ def _train(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from ..evaluators import evaluator_from_spec
-    from .calibrate import fit_thresholds, score_by_query, write_outputs
+    from .calibrate import fit_thresholds, score_by_query, with_near_misses, write_outputs
 
     writable(args.out, "--out")
     writable(args.plot, "--plot")
     if args.plot:
         needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
-    pairs = _load(args)
+    pairs = with_near_misses(_load(args)) if args.near_misses else _load(args)
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)

@@ -162,6 +162,9 @@ def _calibrate_command(commands: Any) -> None:
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     cal.add_argument("--steps", type=number(int, minimum=2, maximum=MAX_STEPS), default=201,
                      help="grid points over [-1, 1]")
+    cal.add_argument("--near-misses", action="store_true",
+                     help="also a negative query of each question's passages that are not relevant (at least 3): "
+                          "thresholds that judge the right neighbourhood without the answer Incorrect")
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
     add_titles(cal)
