@@ -1,6 +1,7 @@
 """Reuse the Haystack embedders a pipeline already has as CRAG's retrieval evaluator."""
 
 import inspect
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from haystack import Document
@@ -84,10 +85,13 @@ def evaluator_for(config: CRAGConfig, text_embedder: Any | None, document_embedd
     return embedding_evaluator(text_embedder, document_embedder, unit=unit, **evaluator_settings(config))
 
 
-def remember_query_embedding(evaluator: RetrievalEvaluator, query: str, embedding: list[float] | None) -> None:
-    """Hand the pipeline's query embedding to an embedding judge, so the query is not embedded again."""
+def query_embedding_for(evaluator: RetrievalEvaluator, query: str, embedding: list[float] | None
+                        ) -> AbstractContextManager[None]:
+    """The pipeline's query embedding handed to an embedding judge for this run only (so the query is not
+    embedded again, and no other run is judged with it); nothing to hand otherwise."""
     if embedding is not None and isinstance(evaluator, EmbeddingEvaluator):
-        evaluator.remember_query(query, embedding)
+        return evaluator.query_embedding(query, embedding)
+    return nullcontext()
 
 
 def deserialize_device(init_parameters: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -175,14 +175,15 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             raise TypeError(f"query_bundle must be a QueryBundle, got {type(query_bundle).__name__}")
         return query_bundle.query_str
 
-    def _prepared(self, query_bundle: QueryBundle | None) -> tuple[str, Corrector]:
-        """The query and the corrector, the retriever's query embedding handed to an embedding judge."""
+    def _prepared(self, query_bundle: QueryBundle | None) -> tuple[str, Corrector, AbstractContextManager[None]]:
+        """The query, the corrector, and the block inside which an embedding judge uses the retriever's query
+        embedding for this query (this request only: never another request with the same words)."""
         query, corrector = self._query(query_bundle), self.corrector
         evaluator = corrector.evaluator
         if (self.reuse_query_embedding and isinstance(evaluator, EmbeddingEvaluator) and query_bundle is not None
                 and query_bundle.embedding and query_bundle.custom_embedding_strs is None):
-            evaluator.remember_query(query, query_bundle.embedding)
-        return query, corrector
+            return query, corrector, evaluator.query_embedding(query, query_bundle.embedding)
+        return query, corrector, nullcontext()
 
     def _reranking(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                    ) -> AbstractContextManager[Callable[[list[NodeWithScore]], list[NodeWithScore]]]:
@@ -193,8 +194,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     def correct(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                 ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Postprocess and also return the full `CorrectionResult` (action, scores, trace)."""
-        query, corrector = self._prepared(query_bundle)
-        with self._reranking(nodes, query_bundle) as done:
+        query, corrector, embedded = self._prepared(query_bundle)
+        with self._reranking(nodes, query_bundle) as done, embedded:
             result = corrector.correct(query, [to_passage(n) for n in nodes])
             emit(result)
             return done(self.ranked(result, nodes)), result
@@ -202,8 +203,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     async def acorrect(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
                        ) -> tuple[list[NodeWithScore], CorrectionResult]:
         """Async `correct`."""
-        query, corrector = self._prepared(query_bundle)
-        with self._reranking(nodes, query_bundle) as done:
+        query, corrector, embedded = self._prepared(query_bundle)
+        with self._reranking(nodes, query_bundle) as done, embedded:
             result = await corrector.acorrect(query, [to_passage(n) for n in nodes])
             await aemit(result)
             return done(self.ranked(result, nodes)), result

@@ -182,3 +182,53 @@ def test_each_distinct_text_is_embedded_once_while_cached():
     assert again == [first[1]] and len(calls) == 2  # the query once, the texts once: the rest from the caches
     evaluator.score(QUERY, ["a b.", "c d.", "e f."])
     assert len(evaluator._cache) == 3  # bounded: the oldest entries went
+
+
+def test_a_callers_query_vector_serves_its_own_request_only():
+    """One request's vector never judges another request with the same words (sync, threads, tasks)."""
+    import asyncio
+    import threading
+
+    from crag_llamaindex.testing import HashingEmbedding
+
+    model = HashingEmbedding()
+    evaluator = EmbeddingEvaluator(embed_query=model.get_query_embedding,
+                                   embed_texts=model.get_text_embedding_batch, unit="passage")
+    off_topic = "Honey bees live in colonies with a single queen."
+    honest = evaluator.score(QUERY, [off_topic])[0]
+    forged = model.get_text_embedding(off_topic)  # a vector that makes the off-topic passage look relevant
+    with evaluator.query_embedding(QUERY, forged):
+        inside = evaluator.score(QUERY, [off_topic])[0]
+        seen = {}
+        worker = threading.Thread(target=lambda: seen.update(other=evaluator.score(QUERY, [off_topic])[0]))
+        worker.start()
+        worker.join()
+    assert inside == 1.0 and inside > honest
+    assert seen["other"] == honest  # another thread is another request: not the caller's vector
+    assert evaluator.score(QUERY, [off_topic])[0] == honest  # after the request: the evaluator's own
+
+    async def request(vector):
+        with evaluator.query_embedding(QUERY, vector):
+            await asyncio.sleep(0)
+            return (await evaluator.aevaluate(QUERY, [off_topic])).scores[0]
+
+    async def both():
+        return await asyncio.gather(request(forged), request(None))
+
+    assert asyncio.run(both()) == [1.0, honest]  # two tasks on one loop keep their own vectors
+
+
+def test_llamaindex_postprocessor_uses_the_bundles_embedding_for_that_query_only():
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from crag_llamaindex import CRAGPostprocessor, embedding_evaluator
+    from crag_llamaindex.testing import HashingEmbedding
+
+    model = HashingEmbedding()
+    crag = CRAGPostprocessor(evaluator=embedding_evaluator(model, unit="passage"))
+    off_topic = "Honey bees live in colonies with a single queen."
+    nodes = [NodeWithScore(node=TextNode(text=off_topic))]
+    _, plain = crag.correct(nodes, QueryBundle(QUERY))
+    _, forged = crag.correct(nodes, QueryBundle(QUERY, embedding=model.get_text_embedding(off_topic)))
+    _, after = crag.correct(nodes, QueryBundle(QUERY))
+    assert forged.scores[0] > plain.scores[0] and after.scores == plain.scores

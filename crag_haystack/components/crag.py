@@ -17,7 +17,7 @@ from crag_shared.adapter import (
 )
 
 from ..convert import checked_documents, strip_document, to_passage
-from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
+from ..embedding import deserialize_device, evaluator_for, evaluator_setting, query_embedding_for
 from ..integration import RANKERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
@@ -163,7 +163,6 @@ class CRAG(Lifecycle):
         documents = checked_documents("CRAG", documents)
         if not self._ready:
             self.warm_up()
-        remember_query_embedding(self._corrector.evaluator, query, query_embedding)
         return [to_passage(d) for d in documents]
 
     @component.output_types(**OUTPUTS)
@@ -178,7 +177,8 @@ class CRAG(Lifecycle):
             and `crag` (the summary and the full trace).
         """
         passages = self._passages(query, documents, query_embedding)
-        with observed("correct", "CRAG", query) as span:
+        with (observed("correct", "CRAG", query) as span,
+              query_embedding_for(self._corrector.evaluator, query, query_embedding)):
             return self._outputs(self._corrector.correct(query, passages), span)
 
     @component.output_types(**OUTPUTS)
@@ -192,7 +192,8 @@ class CRAG(Lifecycle):
         :returns: as `run`.
         """
         passages = self._passages(query, documents, query_embedding)
-        with observed("correct", "CRAG", query) as span:
+        with (observed("correct", "CRAG", query) as span,
+              query_embedding_for(self._corrector.evaluator, query, query_embedding)):
             return self._outputs(await self._corrector.acorrect(query, passages), span)
 
 

@@ -20,7 +20,7 @@ from crag_shared.adapter import (
 )
 
 from ..convert import checked_documents, scored_copy, to_passage
-from ..embedding import deserialize_device, evaluator_for, evaluator_setting, remember_query_embedding
+from ..embedding import deserialize_device, evaluator_for, evaluator_setting, query_embedding_for
 from ..integration import ROUTERS, keep_earlier_type_string
 from ..lifecycle import Lifecycle
 from ..llm import ChatGenerator, as_llm, warm_up_all
@@ -155,9 +155,7 @@ class RetrievalRouter(Lifecycle):
 
     def _checked(self, query: str, documents: object, query_embedding: list[float] | None) -> list[Document]:
         checked_query("RetrievalRouter", query)
-        checked = checked_documents("RetrievalRouter", documents)
-        remember_query_embedding(self._corrector.evaluator, query, query_embedding)
-        return checked
+        return checked_documents("RetrievalRouter", documents)
 
     @component.output_types(**OUTPUTS)
     def run(self, query: str, documents: list[Document], *, upper: float | None = None,
@@ -174,7 +172,8 @@ class RetrievalRouter(Lifecycle):
             `abstention` when Incorrect retrieval is dropped.
         """
         documents = self._checked(query, documents, query_embedding)
-        with observed("judge", "RetrievalRouter", query) as span:
+        with (observed("judge", "RetrievalRouter", query) as span,
+              query_embedding_for(self._corrector.evaluator, query, query_embedding)):
             judgment = self._corrector.judge(query, [to_passage(d) for d in documents],
                                              policy=self._policy(upper, lower))
             return self._route(query, documents, judgment, span)
@@ -193,7 +192,8 @@ class RetrievalRouter(Lifecycle):
         :returns: as `run`.
         """
         documents = self._checked(query, documents, query_embedding)
-        with observed("judge", "RetrievalRouter", query) as span:
+        with (observed("judge", "RetrievalRouter", query) as span,
+              query_embedding_for(self._corrector.evaluator, query, query_embedding)):
             judgment = await self._corrector.ajudge(query, [to_passage(d) for d in documents],
                                                     policy=self._policy(upper, lower))
             return self._route(query, documents, judgment, span)

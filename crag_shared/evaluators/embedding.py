@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ..language import QuestionWords, check_language, resolve
@@ -145,14 +148,26 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             self._cache.clear()
             self._queries.clear()
 
-    def remember_query(self, query: str, vector: Sequence[float]) -> None:
-        """Use `vector` as `query`'s embedding (one the retriever already computed with the same model),
-        so the query is not embedded again. Only for `embed_query` evaluators, whose query side is the
-        framework's model; a vector whose size differs from the passages' is ignored when scoring."""
-        if self._embed_texts is None:
+    @contextmanager
+    def query_embedding(self, query: str, vector: Sequence[float] | None) -> Iterator[None]:
+        """Within the block, and for this request only, use `vector` as `query`'s embedding (one the
+        retriever already computed with the same model), so the query is not embedded again. Only for
+        `embed_query` evaluators, whose query side is the framework's model; a vector whose size differs from
+        the passages' is ignored. The vector lives in the caller's context (threads and tasks started from
+        it included), never in the evaluator's cache: another request with the same words is judged with
+        its own embedding, not this one."""
+        if self._embed_texts is None or not vector:
+            yield
             return
+        token = _REQUEST_VECTORS.set({**_REQUEST_VECTORS.get(), (id(self), query): _normalised(vector)})
+        try:
+            yield
+        finally:
+            _REQUEST_VECTORS.reset(token)
+
+    def _remember(self, query: str, vector: list[float]) -> None:
         with self._lock:
-            self._queries[query] = _normalised(vector)
+            self._queries[query] = vector
             self._queries.move_to_end(query)
             while len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
@@ -180,17 +195,20 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             hidden = self._model(**batch).last_hidden_state
             return mean_pooled(hidden, batch["attention_mask"]).cpu().tolist()
 
-    def _query_vector(self, query: str) -> list[float]:
+    def _query_vector(self, query: str, *, skip_given: bool = False) -> list[float]:
         """The query's embedding, computed at most once per query while it stays among the last
         `QUERY_CACHE_SIZE` (a decision scores passages, then strips, with the same query)."""
         if self._embed_texts is None:
             return self.encode([query])[0]
+        given = _REQUEST_VECTORS.get().get((id(self), query))
+        if given is not None and not skip_given:
+            return given
         with self._lock:
             known = self._queries.get(query)
         if known is None:
             vector = self._embed_query(query) if self._embed_query else self._embed_texts([query])[0]
             known = _normalised(vector)
-            self.remember_query(query, known)
+            self._remember(query, known)
         return known
 
     def cosines(self, query: str, texts: Sequence[str]) -> list[float]:
@@ -214,14 +232,17 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         q = self._query_vector(query)
         vectors = self.encode(texts)
         if vectors and len(vectors[0]) != len(q):
-            with self._lock:
-                self._queries.pop(query, None)
-            q = self._query_vector(query)
+            q = self._query_vector(query, skip_given=True)
         return [_dot(q, v) for v in vectors]
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""
         return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
+
+
+#: Query vectors a caller handed in for its own request: (evaluator id, query) -> unit vector.
+_REQUEST_VECTORS: ContextVar[Mapping[tuple[int, str], list[float]]] = ContextVar(
+    "crag_request_query_vectors", default=MappingProxyType({}))
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
