@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from .files import read_settings_text
 from .types import Action
 
 
@@ -83,6 +84,6 @@ class ActionPolicy:
     def load(cls, path: str | Path) -> "ActionPolicy":
         """Read thresholds JSON as written by `save` or by `crag calibrate`; a bad file names itself."""
         try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+            return cls.from_dict(json.loads(read_settings_text(path, "thresholds_path")))
         except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
             raise ValueError(f"{path}: not a thresholds file ({type(error).__name__}: {error})"[:300]) from None

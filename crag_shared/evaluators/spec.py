@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, get_args
 
+from ..files import read_settings_text
 from ..llm import LLM
 from ..specs import Kind, SpecTable
 from .base import RetrievalEvaluator
@@ -125,6 +127,10 @@ def combination_dict(combination: CombinedEvaluator) -> dict[str, Any]:
             "thresholds": list(combination.thresholds), "report": combination.report}
 
 
+#: The combination files being loaded in this context, outermost first (a file naming itself is an error).
+_LOADING: ContextVar[tuple[str, ...]] = ContextVar("crag_loading_combinations", default=())
+
+
 def save_combination(combination: CombinedEvaluator, path: str | Path) -> None:
     """Write a combination as JSON, readable by `load_combination` and the spec `combined:PATH`."""
     Path(path).write_text(json.dumps(combination_dict(combination), indent=2) + "\n")
@@ -134,19 +140,34 @@ def save_combination(combination: CombinedEvaluator, path: str | Path) -> None:
 def load_combination(path: str | Path, members: Sequence[str] | None = None) -> CombinedEvaluator:
     """The combination in `path`. `members` replaces its member specs, in order, with the same models where
     you keep them (a shipped file names the encoder by hub id: pass your local copy, or its ONNX export,
-    e.g. `["lexical", "onnx-embedding:./all-MiniLM-L6-v2"]`)."""
+    e.g. `["lexical", "onnx-embedding:./all-MiniLM-L6-v2"]`). The file must be a regular file of at most
+    `MAX_SETTINGS_BYTES`; a combination that names itself, directly or through another, is refused."""
+    where = str(Path(path).expanduser().resolve())
+    loading = _LOADING.get()
+    if where in loading:
+        raise ValueError(f"evaluator combined:{path}: a combination that names itself "
+                         f"({' -> '.join([*loading, where])})")
+    text = read_settings_text(path, "evaluator combined:")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(text)
         if data.get("format") not in (1, COMBINATION_FORMAT):
             raise ValueError(f"format {data.get('format')!r}, expected {COMBINATION_FORMAT}")
         saved = [_sentence_unit(spec) if data["format"] == 1 else spec for spec in data["members"]]
         specs = saved if members is None else list(members)
         if len(specs) != len(data["members"]):
             raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
+        weights, bias, thresholds = data["weights"], data["bias"], tuple(data["thresholds"])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
+    token = _LOADING.set((*loading, where))
+    try:
         evaluators = [evaluator_from_spec(spec) for spec in specs]
-        return CombinedEvaluator(evaluators, data["weights"], data["bias"], thresholds=tuple(data["thresholds"]),
-                                 path=str(path), report=data.get("report"))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    finally:
+        _LOADING.reset(token)
+    try:
+        return CombinedEvaluator(evaluators, weights, bias, thresholds=thresholds, path=str(path),
+                                 report=data.get("report"))
+    except (ValueError, TypeError) as error:
         raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..files import MAX_RECORDED_BYTES, checked_file
 from ..types import WebSearchResponse
 from .base import check_search
 from .memory import InMemorySearch, WebPage
@@ -43,7 +44,7 @@ class ReplaySearch:
         self.path = Path(path)
         self._recorded: dict[str, list[WebPage]] = {}
         pages: dict[str, WebPage] = {}
-        with self.path.open("rb") as lines:
+        with checked_file(self.path, "replay", MAX_RECORDED_BYTES).open("rb") as lines:
             for number, raw in enumerate(lines, 1):
                 if not raw.strip():
                     continue
