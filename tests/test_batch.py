@@ -241,3 +241,36 @@ def test_crag_run_searches_through_a_searxng_spec_and_names_a_missing_key(tmp_pa
     assert main(["run", "--data", str(data), "--out", str(tmp_path / "o2.jsonl"), "--web", "tavily"]) == 2
     error = capsys.readouterr().err.strip()
     assert "TAVILY_API_KEY" in error and len(error.splitlines()) == 1
+
+
+def test_crag_run_writes_a_record_with_a_lone_surrogate_and_keeps_it(tmp_path):
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    rows = demo_rows()
+    rows[1]["question"] += " \ud800"  # json.dumps escapes it: the input file is valid UTF-8 JSON
+    write_rows(data, rows)
+    assert run_cli(data, out) == 0
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in written] == ["0", "1", "2"] and written[1]["question"].endswith("\ud800")
+    assert run_cli(data, out) == 0 and len(out.read_text().splitlines()) == 3  # a rerun finds it done
+
+
+def test_crag_run_refuses_a_lock_that_is_a_link_and_locks_the_real_file(tmp_path, capsys):
+    import fcntl
+    import os
+
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    write_rows(data, demo_rows())
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    (tmp_path / "out.jsonl.lock").symlink_to(precious)
+    assert run_cli(data, out) == 2 and precious.read_text() == "keep me"
+    assert "symbolic link" in capsys.readouterr().err
+    (tmp_path / "out.jsonl.lock").unlink()
+    alias = tmp_path / "alias.jsonl"
+    out.touch()
+    alias.symlink_to(out)
+    with open(tmp_path / "out.jsonl.lock", "w") as held:  # another run holds the real file's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert run_cli(data, alias) == 2 and "another crag run" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "alias.jsonl.lock")
+    assert run_cli(data, alias) == 0 and len(out.read_text().splitlines()) == 3

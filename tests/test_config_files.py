@@ -28,7 +28,7 @@ def finishes(call, seconds=10.0):
     def run():
         try:
             call()
-        except Exception as error:  # noqa: BLE001 - the error is what is checked
+        except Exception as error:
             outcome["error"] = error
 
     worker = threading.Thread(target=run, daemon=True)
@@ -67,8 +67,8 @@ def test_the_cli_refuses_them_in_one_line(fifo, capsys):
                  ["run", "--data", str(data), "--out", str(out), "--thresholds", "/dev/zero"],
                  ["run", "--data", str(data), "--out", str(out), "--web", "replay:/dev/zero"],
                  ["calibrate", "--data", str(data), "--evaluator", "combined:/dev/zero", "--plot", ""]):
-        codes = []
-        assert finishes(lambda argv=argv: codes.append(main(argv))) is None and codes == [2], argv
+        codes: list[int] = []
+        assert finishes(lambda argv=argv, codes=codes: codes.append(main(argv))) is None and codes == [2], argv
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("crag: error:"), err
 

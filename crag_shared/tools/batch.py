@@ -7,9 +7,11 @@ with provenance, rewritten query, web URLs and the trace; or its error.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -139,8 +141,19 @@ def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, b
     """One `correct_many` over `jobs`: each one's output line and whether it failed, in order (both
     engines run this)."""
     results = corrector.correct_many([(job.question, job.passages) for job in jobs])
-    return [(json.dumps(record(job, result), ensure_ascii=False), isinstance(result, FailedCorrection))
+    return [(json_line(record(job, result)), isinstance(result, FailedCorrection))
             for job, result in zip(jobs, results)]
+
+
+def json_line(value: object) -> str:
+    """`value` as one JSON line that UTF-8 can write: text as is, unless it holds a lone surrogate (a
+    record's `"\\ud800"` escape), which stays escaped, so the record is kept and its batch written."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return line
 
 
 def pending_jobs(data: str | Path, out: Path, limit: int | None) -> tuple[list[Job], int]:
@@ -191,10 +204,18 @@ def run(corrector: Corrector, data: str | Path, out: str | Path, *, batch_size: 
 
 @contextmanager
 def exclusive(out: Path) -> Iterator[None]:
-    """Hold `out`'s lock (a `.lock` file beside it) for the whole run: a second `crag run` on the same
-    output fails at once instead of writing the same records twice."""
-    lock_path = out.with_name(out.name + ".lock")
-    with lock_path.open("w") as lock:
+    """Hold `out`'s lock (a `.lock` file beside the real file, whatever name `out` reaches it by) for the whole
+    run: a second `crag run` on the same output fails at once instead of writing the same records twice. A
+    lock path that is a symbolic link is refused, never followed (it could point at any file)."""
+    real = Path(os.path.realpath(out))
+    lock_path = real.with_name(real.name + ".lock")
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ValueError(f"{lock_path} is a symbolic link: crag run will not follow it; remove it") from None
+        raise
+    with os.fdopen(descriptor, "r+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
