@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
-from crag_shared.adapter import CorrectionResult, Origin, Passage, Strip, passage_from_record, strip_metadata
+from crag_shared.adapter import (
+    CorrectionResult,
+    Origin,
+    Passage,
+    Strip,
+    neutralized,
+    passage_from_record,
+    strip_metadata,
+)
 
 
 def to_passage(item: NodeWithScore) -> Passage:
@@ -47,7 +55,7 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
                   "start_char_idx": (offset or 0) + strip.start, "end_char_idx": (offset or 0) + strip.end}
     node = TextNode(
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
-        text=strip.text,
+        text=strip.text if strip.origin is Origin.INTERNAL else neutralized(strip.text),  # cannot pose as a header
         metadata=metadata,
         excluded_llm_metadata_keys=_merge(source.excluded_llm_metadata_keys if source is not None else None,
                                           [k for k in added if k.startswith("crag_")]),

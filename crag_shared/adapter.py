@@ -31,6 +31,7 @@ from .types import (
     Strip,
     WebOutcome,
     WebSearchResponse,
+    neutralized,
 )
 from .web.base import WebSearch
 from .web.replay import ReplaySearch
@@ -161,6 +162,7 @@ __all__ = [
     "evaluator_settings",
     "keyword_query",
     "logging_to",
+    "neutralized",
     "passage_from_record",
     "read_search",
     "result_metadata",

@@ -51,6 +51,10 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False  # run below, outside the handler: the coroutine's errors carry no chain back to it
+    else:
+        running = True
+    if not running:
         return asyncio.run(_closing(coroutine))
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, _closing(coroutine)).result()

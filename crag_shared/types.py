@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .trace import Fallback, Trace
 
@@ -49,11 +50,32 @@ _NO_BRACKETS = str.maketrans("[]", "()")
 _MARKERS = re.compile(r"\[\s*(web\s*:|end\s+of\s+web\s+text\s*\])", re.IGNORECASE)
 
 
+_SOURCE_LINE = re.compile(r"^(\s*)web_source(\s*):", re.IGNORECASE | re.MULTILINE)
+
+
+def ascii_host(url: str) -> str:
+    """`url` with a non-ASCII host in its punycode form (`xn--...`), so a look-alike of a known name (Cyrillic
+    letters in "раураl.com") shows as what it is; anything that is not such a URL comes back unchanged."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not parts.scheme or not host or host.isascii():
+        return url
+    try:
+        encoded = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        encoded = host.encode("ascii", "backslashreplace").decode("ascii")
+    netloc = parts.netloc.lower().replace(host, encoded)
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 def neutralized(text: str) -> str:
     """Untrusted web text with any web-block delimiter of its own (`[web: ...`, `[end of web text]`, in
-    any case or spacing) turned into parentheses, so it can neither close its block nor open another."""
-    return _MARKERS.sub(lambda m: "(" + m.group(1).rstrip("]").rstrip() + (")" if m.group(1).endswith("]") else ""),
+    any case or spacing) turned into parentheses, so it can neither close its block nor open another, and
+    any line of its own that starts like the `web_source:` header adapters show beside web text made
+    plain (`web_source -`), so it cannot pose as one."""
+    text = _MARKERS.sub(lambda m: "(" + m.group(1).rstrip("]").rstrip() + (")" if m.group(1).endswith("]") else ""),
                         text)
+    return _SOURCE_LINE.sub(r"\1web_source\2 -", text)
 
 
 @dataclass(frozen=True)
@@ -87,7 +109,7 @@ class Strip:
         if self.origin is not Origin.WEB:
             return None
         page = " ".join(str(self.url or self.title or "unknown page").split()).translate(_NO_BRACKETS)
-        return f"{page} (untrusted web page)"
+        return f"{ascii_host(page)} (untrusted web page)"
 
     def prompt_text(self) -> str:
         """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that

@@ -1,5 +1,6 @@
 """Web search components: search → fetched page paragraphs as Documents. Failures are outputs, not raises."""
 
+import re
 from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -251,6 +252,10 @@ class ReplayWebSearch(_WebSearchComponent):
         return default_from_dict(cls, current_type(cls, data))
 
 
+#: A URL's user:password@ part.
+_CREDENTIALS = re.compile(r"://[^/@\s]*:[^/@\s]*@")
+
+
 @component
 class ProviderWebSearch(_WebSearchComponent):
     """Any of crag's web-search providers, named as `crag run --web` names them ("searxng:URL", "brave",
@@ -285,6 +290,11 @@ class ProviderWebSearch(_WebSearchComponent):
         if kind not in WEB_PROVIDERS:
             raise ValueError(f"ProviderWebSearch provider must be one of {', '.join(WEB_PROVIDERS)} (searxng "
                              f"with :URL), got {provider!r}")
+        for name, value in (("provider", provider), *dict(options or {}).items()):
+            if isinstance(value, str) and _CREDENTIALS.search(value):
+                raise ValueError(f"ProviderWebSearch {name} holds credentials (user:password@ in a URL), which "
+                                 "to_dict would save in clear: give them through the environment instead "
+                                 "(DDGS_PROXY for a ddgs proxy; SEARXNG_API_KEY for an instance behind a key)")
         self.provider_spec = provider
         self.api_key = api_key
         self.top_k = top_k

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..web.keys import scrub_all
 from ..web.spec import WEB_SPECS
 from .commands import UsageError, build_parser
 
@@ -200,7 +201,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _fail(message: str, status: int = 2) -> int:
-    print(f"crag: error: {message}", file=sys.stderr)
+    print(f"crag: error: {scrub_all(message)}", file=sys.stderr)
     return status
 
 

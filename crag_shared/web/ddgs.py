@@ -45,16 +45,19 @@ class DDGSSearch(FetchingSearch):
         from ddgs.exceptions import DDGSException, TimeoutException
 
         client = DDGS(proxy=self.proxy, timeout=max(1, math.ceil(self.timeout)), verify=self.verify)
+        failure = None
         try:
             found = client.text(self.engine_query(query), region=self.region, safesearch=self.safesearch,
                                 timelimit=self.timelimit, max_results=self.max_results, backend=self.backend)
         except TimeoutException as error:
-            raise WebSearchError(self._scrub(f"DDGS timed out: {error}")) from None
+            failure = WebSearchError(self._scrub(f"DDGS timed out: {error}"))
         except DDGSException as error:
             if NO_RESULTS in str(error):
                 return []
-            raise WebSearchError(self._scrub(f"DDGS failed (the engines may be limiting this machine; a proxy "
-                                             f"or another provider helps): {error}")[:400]) from None
+            failure = WebSearchError(self._scrub(f"DDGS failed (the engines may be limiting this machine; a proxy "
+                                                 f"or another provider helps): {error}")[:400])
+        if failure is not None:  # raised here, outside the handler: the proxy URL may be in the client's error
+            raise failure
         return [{"title": r.get("title"), "link": r.get("href"), "snippet": r.get("body")}
                 for r in found if isinstance(r, dict)]
 

@@ -128,8 +128,14 @@ class DeadlineAdapter(requests.adapters.HTTPAdapter):
 
     def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
              verify: Any = True, cert: Any = None, proxies: dict[str, str] | None = None) -> requests.Response:
-        """Send, then read the body bounded and hand requests the decoded bytes through `Response.raw`."""
+        """Send, then read the body bounded and hand requests the decoded bytes through `Response.raw`. A
+        redirect from the search API is refused, as the httpx providers refuse it: an API that answers with
+        one is misconfigured or compromised, and its target (a metadata address, say) is never asked."""
         response = super().send(request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+        if response.is_redirect:
+            response.close()
+            raise WebSearchError(f"{_host(request.url or '')} answered with a redirect (HTTP {response.status_code}"
+                                 f"); crag does not follow a search API's redirects")
         if stream:
             return response
         decoder = BoundedDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES + 1)

@@ -68,6 +68,7 @@ class ExaSearch(HttpxSearch):
     async def aorganic_results(self, query: str) -> list[dict[str, Any]]:
         """Exa's results as (title, link, snippet, content), or WebSearchError."""
         exa = self._exa()
+        failure = None
         try:
             async with self.gate():
                 answer = await asyncio.wait_for(exa.search(self.engine_query(query), **self.params), self.timeout)
@@ -80,6 +81,8 @@ class ExaSearch(HttpxSearch):
             hint = ADVICE.get(int(found.group(1)), "") if found else ""
             hint = hint or ("answered with malformed JSON" if "JSON" in str(error) else "")
             message = f"Exa {type(error).__name__}{': ' + hint if hint else ''}: {error}"
-            raise WebSearchError(self.scrub(message)[:400]) from None
+            failure = WebSearchError(self.scrub(message)[:400])
+        if failure is not None:  # raised here, outside the handler: no chain back to the client's error
+            raise failure
         return [{"title": r.title, "link": r.url, "snippet": (r.text or "")[:300], "content": r.text or ""}
                 for r in getattr(answer, "results", None) or []]

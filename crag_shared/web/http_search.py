@@ -131,6 +131,7 @@ class HttpxSearch(FetchingSearch):
         """One request (httpx's `params`, `json`, `headers`...), its whole answer within `timeout` and
         `MAX_ANSWER_BYTES` decoded; unreachable, slow or unreadable answers are `WebSearchError`s."""
         started = time.monotonic()
+        failure = None
         try:
             return await asyncio.wait_for(self._read(method, url, **request), self.timeout)
         except (asyncio.TimeoutError, httpx.TimeoutException):
@@ -140,7 +141,8 @@ class HttpxSearch(FetchingSearch):
             raise WebSearchError(f"{self.engine_name} answered with an unreadable body: {error}") from None
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             message = f"cannot reach {self.engine_name}: {type(error).__name__}: {error}"
-            raise WebSearchError(self.scrub(message)) from None
+            failure = WebSearchError(self.scrub(message))
+        raise failure  # outside the handler: no chain back to the client's error, which may carry the key
 
     def http_error(self, answer: Answer, advice: dict[int, str] | None = None) -> WebSearchError:
         """The error for a 4xx/5xx answer: status, what to change (`advice` by status), the body's start."""

@@ -9,6 +9,16 @@ from ..language import QuestionWords
 from ..types import WebResult, WebSearchResponse
 from .base import check_search, split_paragraphs, titled_paragraphs
 
+#: The queries an offline provider keeps for inspection (tests, demos): the most recent ones only.
+KEPT_QUERIES = 1000
+
+
+def remember(queries: list[str], query: str) -> None:
+    """Append `query`, keeping the last `KEPT_QUERIES`: a long-running process does not grow with them."""
+    queries.append(query)
+    if len(queries) > KEPT_QUERIES:
+        del queries[: len(queries) - KEPT_QUERIES]
+
 
 @dataclass(frozen=True)
 class WebPage:
@@ -33,7 +43,7 @@ class InMemorySearch:
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """The pages sharing the most words with `query`, best first, split into paragraphs."""
         check_search(query, top_k)
-        self.queries.append(query)
+        remember(self.queries, query)
         question = QuestionWords(query)
         scores = [question.score(f"{p.title}\n{p.text}") for p in self.pages]
         ranked = sorted((i for i, s in enumerate(scores) if s > -1.0), key=lambda i: -scores[i])
@@ -41,7 +51,7 @@ class InMemorySearch:
 
     def ordered(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """The first `top_k` pages in their given order, as a recorded search returned them."""
-        self.queries.append(query)
+        remember(self.queries, query)
         return self._respond(query, list(range(min(top_k, len(self.pages)))))
 
     def _respond(self, query: str, indices: list[int]) -> WebSearchResponse:

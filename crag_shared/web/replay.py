@@ -8,7 +8,7 @@ from pathlib import Path
 from ..files import MAX_RECORDED_BYTES, checked_file
 from ..types import WebSearchResponse
 from .base import check_search
-from .memory import InMemorySearch, WebPage
+from .memory import InMemorySearch, WebPage, remember
 
 
 def _record(record: object) -> tuple[str, list[WebPage]]:
@@ -61,7 +61,7 @@ class ReplaySearch:
     def search(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """The recorded results of `query` (none if it was not recorded)."""
         check_search(query, top_k)
-        self.queries.append(query)
+        remember(self.queries, query)
         recorded = self._recorded.get(_key(query))
         if recorded is None:
             return self._all.search(query, top_k)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from .base import WebSearchError
 from .deadline import RequestsSearch, call_by, deadline_session
 from .fetch import PageFetcher
-from .keys import ApiKey, redact_client_logs
+from .keys import ApiKey
 
 NO_RESULTS = "hasn't returned any results"
 
@@ -45,20 +45,22 @@ class SerpAPISearch(RequestsSearch):
         self.num_results = num_results
         self.params = {k: v for k, v in {"hl": hl, "gl": gl, "location": location}.items() if v} | (params or {})
         self.base_url = base_url
-        redact_client_logs("urllib3.connectionpool", "urllib3.util.retry")
 
     def __repr__(self) -> str:
         return f"SerpAPISearch(engine={self.engine!r}, mode={self.mode!r}, base_url={self.base_url!r})"
 
     def results_by(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         """The engine's organic results for `query` (title, link, snippet), or WebSearchError."""
+        failure = None
         try:
             data = self._call({"engine": self.engine, "q": self.engine_query(query), "num": self.num_results,
                                **self.params}, ends_at)
         except WebSearchError:
             raise
         except Exception as error:  # whatever the client raised, the key never leaves in its text
-            raise WebSearchError(self._api_key.scrub(_describe(error))) from None
+            failure = WebSearchError(self._api_key.scrub(_describe(error)))
+        if failure is not None:  # raised here, outside the handler: no chain back to the client's error
+            raise failure
         if not isinstance(data, dict):
             raise WebSearchError(f"SerpAPI answered with malformed JSON ({type(data).__name__}, not an object)")
         if data.get("error"):

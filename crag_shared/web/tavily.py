@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from .base import WebSearchError
 from .deadline import RequestsSearch, call_by, deadline_session
-from .keys import ApiKey, redact_client_logs
+from .keys import ApiKey
 
 ADVICE = {"InvalidAPIKeyError": "the API key was refused: check TAVILY_API_KEY",
           "UsageLimitExceededError": "rate limit or plan quota reached (HTTP 429/432/433); retry later or upgrade",
@@ -42,7 +42,6 @@ class TavilySearch(RequestsSearch):
             "search_depth": search_depth, "topic": topic, "max_results": max_results, "time_range": time_range,
             "include_raw_content": include_raw_content or None, "include_domains": include_domains,
             "exclude_domains": exclude_domains}.items() if v is not None} | (params or {})
-        redact_client_logs("urllib3.connectionpool")
 
     def __repr__(self) -> str:
         return f"TavilySearch(params={self.params!r}, base_url={self.base_url!r})"
@@ -50,6 +49,7 @@ class TavilySearch(RequestsSearch):
     def results_by(self, query: str, ends_at: float) -> list[dict[str, Any]]:
         """Tavily's results as (title, link, snippet, content), or WebSearchError."""
         client = self.shared("client", self._client)
+        failure = None
         try:
             data = call_by(ends_at, self.timeout, self.engine_name, lambda: client.search(
                 self.engine_query(query), timeout=self.timeout, **self.params))
@@ -58,7 +58,9 @@ class TavilySearch(RequestsSearch):
         except Exception as error:  # the client's own errors: say what to change, never the key
             hint = ADVICE.get(type(error).__name__, "")
             message = f"Tavily {type(error).__name__}{': ' + hint if hint else ''}: {error}"
-            raise WebSearchError(self._api_key.scrub(message)[:400]) from None
+            failure = WebSearchError(self._api_key.scrub(message)[:400])
+        if failure is not None:  # raised here, outside the handler: no chain back to the client's error
+            raise failure
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
             raise WebSearchError(f"Tavily answered without a results list ({type(results).__name__})")
