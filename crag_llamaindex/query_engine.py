@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import AsyncGenerator, Generator, Sequence
+from dataclasses import fields
 from typing import Any, Literal
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -23,7 +25,13 @@ from llama_index.core.response_synthesizers import BaseSynthesizer, get_response
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
-from crag_shared.adapter import NO_CONTEXT_INSTRUCTION, NO_KNOWLEDGE_ANSWER, CorrectionResult, result_metadata
+from crag_shared.adapter import (
+    NO_CONTEXT_INSTRUCTION,
+    NO_KNOWLEDGE_ANSWER,
+    CorrectionResult,
+    CRAGConfig,
+    result_metadata,
+)
 
 from .postprocessor import CRAGPostprocessor
 
@@ -75,8 +83,13 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     @classmethod
     def from_index(cls, index: Any, *, similarity_top_k: int = 10, **kwargs: Any) -> "CRAGQueryEngine":
-        """CRAG over `index.as_retriever(similarity_top_k=...)`; the paper scores the top 10."""
-        return cls(index.as_retriever(similarity_top_k=similarity_top_k), **kwargs)
+        """CRAG over `index.as_retriever(similarity_top_k=..., **options)`; the paper scores the top 10.
+        Keywords this engine and CRAG take are theirs; the others are the retriever's (`filters`,
+        `vector_store_query_mode`, `alpha`...), as `index.as_query_engine` passes them on."""
+        ours = (set(inspect.signature(cls.__init__).parameters) | set(CRAGPostprocessor.model_fields)
+                | set(inspect.signature(CRAGPostprocessor.__init__).parameters) | {f.name for f in fields(CRAGConfig)})
+        options = {name: kwargs.pop(name) for name in list(kwargs) if name not in ours}
+        return cls(index.as_retriever(similarity_top_k=similarity_top_k, **options), **kwargs)
 
     def with_retriever(self, retriever: BaseRetriever) -> "CRAGQueryEngine":
         """This engine over another retriever: the same CRAG postprocessor, synthesizer and answers."""

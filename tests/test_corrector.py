@@ -428,3 +428,17 @@ def test_search_slice_says_why_there_is_no_web_knowledge():
     outcome = Corrector(web_search=InMemorySearch(PAGES)).search("zzzz qqqq")
     assert outcome.passages == [] and outcome.failure == "web search returned no results"
     assert outcome.query == "zzzz qqqq" and outcome.method == "keywords"
+
+
+def test_a_spec_string_works_wherever_an_evaluator_is_accepted():
+    from crag_shared import LexicalEvaluator
+
+    corrector = Corrector(evaluator="lexical", fallback_evaluator="lexical")
+    assert isinstance(corrector.evaluator, LexicalEvaluator) and isinstance(corrector.fallback_evaluator,
+                                                                              LexicalEvaluator)
+    assert corrector.correct("When did the Golden Gate Bridge open?",
+                             ["The Golden Gate Bridge opened in May 1937."]).action is Action.CORRECT
+    with pytest.raises(ValueError, match="unknown evaluator spec"):
+        Corrector(evaluator="lexcial")
+    with pytest.raises(TypeError, match="evaluator must be a RetrievalEvaluator or an evaluator spec"):
+        Corrector(evaluator=42)

@@ -272,3 +272,21 @@ def test_example_runs_offline():
     assert "OFFLINE STAND-IN" in run.stdout
     for action in ("action: correct", "action: ambiguous", "action: incorrect"):
         assert action in run.stdout
+
+
+def test_from_index_passes_retriever_options_such_as_filters_through():
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters
+
+    from crag_llamaindex import CRAGQueryEngine
+    from crag_llamaindex.testing import HashingEmbedding, RuleLLM
+
+    index = VectorStoreIndex.from_documents(
+        [Document(text="The Golden Gate Bridge opened in May 1937.", metadata={"city": "sf"}),
+         Document(text="The Golden Gate Bridge opened to traffic in 1937, linking San Francisco.",
+                  metadata={"city": "other"})], embed_model=HashingEmbedding())
+    filters = MetadataFilters(filters=[ExactMatchFilter(key="city", value="sf")])
+    engine = CRAGQueryEngine.from_index(index, filters=filters, similarity_top_k=5, llm=RuleLLM(), top_n=3)
+    response = engine.query("When did the Golden Gate Bridge open?")
+    assert {n.node.metadata["city"] for n in response.source_nodes} == {"sf"}
+    assert engine.crag.top_n == 3  # CRAG's own settings stay CRAG's

@@ -16,7 +16,7 @@ from ..aio import in_thread
 from ..config import CRAGConfig
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
 from ..evaluators.lexical import LexicalEvaluator
-from ..evaluators.spec import describe
+from ..evaluators.spec import describe, evaluator_from_spec
 from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -44,6 +44,16 @@ T = TypeVar("T")
 _LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
 
 
+def _evaluator(value: RetrievalEvaluator | str | None, name: str) -> RetrievalEvaluator | None:
+    """An evaluator given as an instance or as its spec ("lexical", "cross-encoder:PATH"...), or None; any
+    other value is the caller's bug, named."""
+    if value is None or isinstance(value, RetrievalEvaluator):
+        return value
+    if isinstance(value, str):
+        return evaluator_from_spec(value)
+    raise TypeError(f"{name} must be a RetrievalEvaluator or an evaluator spec string, got {type(value).__name__}")
+
+
 class Corrector(Walks):
     """Corrects one query's retrieval: the core every framework adapter calls.
 
@@ -69,7 +79,7 @@ class Corrector(Walks):
 
     def __init__(
         self,
-        evaluator: RetrievalEvaluator | None = None,
+        evaluator: RetrievalEvaluator | str | None = None,
         policy: ActionPolicy | None = None,
         refiner: StripRefiner | None = None,
         rewriter: QueryRewriter | None = None,
@@ -78,7 +88,7 @@ class Corrector(Walks):
         web_refiner: StripRefiner | None = None,
         web_top_k: int = 5,
         on_web_failure: Literal["keep", "drop"] = "drop",
-        fallback_evaluator: RetrievalEvaluator | None = _LEXICAL,
+        fallback_evaluator: RetrievalEvaluator | str | None = _LEXICAL,
         score_titles: bool = False,
     ) -> None:
         if on_web_failure not in ("keep", "drop"):
@@ -87,6 +97,8 @@ class Corrector(Walks):
             raise ValueError(f"web_top_k must be at least 1, got {web_top_k}")
         if web_search is not None and not isinstance(web_search, WebSearch):
             raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
+        evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator"),
+                                         _evaluator(fallback_evaluator, "fallback_evaluator"))
         self.evaluator = evaluator or LexicalEvaluator()
         self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
         self.refiner = refiner or StripRefiner("excerption")

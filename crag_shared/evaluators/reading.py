@@ -47,6 +47,8 @@ IRREGULAR = {form: canon for canon, forms in _IRREGULAR_FORMS.items() for form i
 #: Attributes a description answers ("X was an English poet"): the word itself is rarely in the passage.
 DESCRIBED = frozenset({"occupation", "profession", "job", "genre", "religion", "nationality", "sport", "position",
                        "career", "living"})
+#: How much of a text is read for the relation and the name: far more than a strip or a prompt holds.
+READ_CHARS = 100_000
 _PARTICLES = frozenset({"de", "da", "del", "della", "der", "den", "di", "du", "van", "von", "la", "le", "bin", "al",
                         "y", "dos", "das"})
 _SUFFIXES = frozenset({"sr", "jr", "ii", "iii", "iv"})
@@ -157,7 +159,9 @@ class Reading:
         return bool(self.relation or self.kind or self.names)
 
     def assess(self, text: str) -> Assessment:
-        """What `text` states of the question's relation and answer, and whether it names the entity."""
+        """What `text` states of the question's relation and answer, and whether it names the entity, read
+        in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
+        text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
         full = not self.names or any(_names_in_full(name, text) for name in self.names)
         reasons = []
