@@ -102,12 +102,14 @@ class EvaluatorNote(Step):
 
 @dataclass(frozen=True)
 class Decided(Step):
-    """The action, the thresholds and the best score that decided it."""
+    """The action, the thresholds and the best score that decided it, and why the action is not the one
+    the scores alone give, when it is not (`why`)."""
     name: ClassVar[str] = "decide"
     action: str
     upper: float
     lower: float
     max_score: float | None
+    why: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,14 @@ refiners, rewriter, web search, fallbacks), so every driver shares every decisio
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator
+from ..evaluators.reading import underspecified
 from ..evaluators.spec import describe
 from ..language import resolve
 from ..policy import ActionPolicy
@@ -173,8 +175,8 @@ class Walks:
                 if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
-                elif strict:
-                    floor = max(state.policy.upper, self.refiner.threshold)
+                elif strict:  # a question that names no one has no strip that is Correct on its own
+                    floor = math.inf if underspecified(query) else max(state.policy.upper, self.refiner.threshold)
                     internal = [strip for strip in internal if strip.score >= floor]
 
         knowledge = internal + external
@@ -217,7 +219,13 @@ class Walks:
         trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else []))
         action = state.policy.decide(valid_scores)
         upper, lower = state.policy.upper, state.policy.lower
-        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None)))
+        why = ""
+        pronoun = underspecified(query) if action is Action.CORRECT else None
+        if pronoun is not None:  # a chat follow-up on its own: the passages cannot be judged against it
+            action = Action.AMBIGUOUS
+            why = (f"the question names no one but '{pronoun}': judged at most Ambiguous (give CRAG the "
+                   "standalone question, e.g. a chat engine's condensed question)")
+        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None), why))
         if action is not Action.CORRECT:
             kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
             trace.add(PassagesFiltered(action.value, kept, [BelowLower(i, items[i].id, scores[i])
