@@ -4,11 +4,14 @@
 - `CRAGQueryEngine`: retrieve → CRAG → synthesize, with CRAG's verdict in `response.metadata["crag"]`;
 - `WebSearchRetriever`: web knowledge (rewrite → search → fetch → select) as a retriever;
 - `CRAGWorkflow`: the same algorithm as a Workflow, one typed event per step, nestable in yours;
+- `CRAGVerdicts`, `AbstentionAware`: sub-question engines and routers over CRAG engines keep each verdict
+  and never summarize abstentions into an answer;
 - `CRAGPack`: the llama-packs shape, deprecated as LlamaIndex deprecated packs.
 
 The same names import from `llama_index.postprocessor.crag`, LlamaIndex's integration naming.
 """
 
+from .compose import AbstentionAware, CRAGVerdicts
 from .embedding import embedding_evaluator
 from .instrumentation import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
 from .llm import LlamaIndexLLM
@@ -26,6 +29,7 @@ from .workflow import (
     SearchNeededEvent,
 )
 
-__all__ = ["CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor", "CRAGQueryEngine",
-           "CRAGStartEvent", "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent", "KnowledgeEvent", "LlamaIndexLLM",
-           "RefineEvent", "RetrievedEvent", "SearchNeededEvent", "WebSearchRetriever", "embedding_evaluator"]
+__all__ = ["AbstentionAware", "CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor",
+           "CRAGQueryEngine", "CRAGStartEvent", "CRAGVerdicts", "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent",
+           "KnowledgeEvent", "LlamaIndexLLM", "RefineEvent", "RetrievedEvent", "SearchNeededEvent",
+           "WebSearchRetriever", "embedding_evaluator"]

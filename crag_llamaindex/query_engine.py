@@ -33,6 +33,7 @@ from crag_shared.adapter import (
     result_metadata,
 )
 
+from .compose import record_verdict
 from .postprocessor import CRAGPostprocessor
 
 #: The prompt of `on_abstain="llm"`: the question alone, and the instruction not to guess.
@@ -197,5 +198,7 @@ def _prompt(prompt: BasePromptTemplate | str) -> BasePromptTemplate:
 
 
 def _with_crag(response: RESPONSE_TYPE, result: CorrectionResult) -> RESPONSE_TYPE:
-    response.metadata = {**(response.metadata or {}), "crag": result_metadata(result)}
+    verdict = result_metadata(result)
+    response.metadata = {**(response.metadata or {}), "crag": verdict}
+    record_verdict({"query": result.query, **verdict})  # for a CRAGVerdicts query around this one
     return response
