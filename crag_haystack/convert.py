@@ -41,7 +41,8 @@ def scored_copy(document: Document, score: float, **meta: Any) -> Document:
 def strip_document(strip: Strip, sources: list[Passage], result: CorrectionResult | None = None) -> Document:
     """A strip as a new Document: the source's meta, then provenance (`crag_source_id`, span, url...)."""
     source_meta = sources[strip.source_index].metadata if strip.source_index < len(sources) else {}
-    return Document(content=strip.text, meta={**source_meta, **strip_metadata(strip, result)}, score=strip.score)
+    return Document(content=strip.text, meta={**source_meta, **strip_metadata(strip, result, source_meta)},
+                    score=strip.score)
 
 
 def passage_document(passage: Passage, **meta: Any) -> Document:

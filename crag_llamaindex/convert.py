@@ -43,7 +43,7 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
     `retrieval_score`, as LlamaIndex's rerankers do."""
     item = sources[strip.source_index] if strip.origin is Origin.INTERNAL else None
     source = item.node if item else None
-    added = strip_metadata(strip, result)
+    added = strip_metadata(strip, result, source.metadata if source is not None else None)
     if keep_retrieval_score and item is not None:
         added["retrieval_score"] = item.score
     metadata = {**(source.metadata if source else {}), **added}
@@ -55,7 +55,7 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
                   "start_char_idx": (offset or 0) + strip.start, "end_char_idx": (offset or 0) + strip.end}
     node = TextNode(
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
-        text=strip.text if strip.origin is Origin.INTERNAL else neutralized(strip.text),  # cannot pose as a header
+        text=strip.text if added["crag_origin"] == "internal" else neutralized(strip.text),  # cannot pose as a header
         metadata=metadata,
         excluded_llm_metadata_keys=_merge(source.excluded_llm_metadata_keys if source is not None else None,
                                           [k for k in added if k.startswith("crag_")]),

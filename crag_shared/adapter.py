@@ -72,14 +72,17 @@ def passage_from_record(text: str | None, id: str | None, metadata: Mapping[str,
     return Passage(text, id=id, title=title, url=url, score=score, metadata=metadata)
 
 
-def strip_metadata(strip: Strip, result: CorrectionResult | None = None) -> dict[str, Any]:
-    """Metadata every adapter adds to a knowledge strip, on top of its source's own metadata: the score,
-    full provenance, the page of a web strip and, when the strip comes from a whole correction, its
+def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
+                   source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Metadata every adapter adds to a knowledge strip, on top of its source's own metadata (`source`): the
+    score, full provenance, the page of a web strip and, when the strip comes from a whole correction, its
     action and any fallback taken. Internal strips get no title/url here: their source's keys (file_name,
-    file_path, page_label...) travel unchanged."""
+    file_path, page_label...) travel unchanged. A passage that was a web strip once (written to a store,
+    retrieved again: its `crag_origin` is "web") keeps that origin, so its text stays marked untrusted."""
+    stored_web = strip.origin is Origin.INTERNAL and source is not None and source.get("crag_origin") == "web"
     metadata: dict[str, Any] = {
         "crag_score": strip.score,
-        "crag_origin": strip.origin.value,
+        "crag_origin": "web" if stored_web else strip.origin.value,
         "crag_source_id": strip.source_id,
         "crag_position": strip.position,
         "crag_start": strip.start,
