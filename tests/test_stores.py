@@ -44,7 +44,7 @@ def test_llamaindex_web_nodes_stored_and_retrieved_stay_web_nodes():
     assert nodes and {n.node.metadata["crag_origin"] for n in nodes} == {"web"}
     index = VectorStoreIndex([n.node for n in nodes], embed_model=HashingEmbedding())
     retrieved = index.as_retriever(similarity_top_k=5).retrieve(QUESTION)
-    again, result = CRAGPostprocessor().correct(retrieved, QueryBundle(QUESTION))
+    again, _ = CRAGPostprocessor().correct(retrieved, QueryBundle(QUESTION))
     assert again and all(n.node.metadata["crag_origin"] == "web" for n in again)
     shown = again[0].node.get_content(metadata_mode=MetadataMode.LLM)
     assert "(untrusted web page)" in shown and "crag_origin" not in shown
