@@ -504,7 +504,7 @@ def test_a_key_is_scrubbed_in_every_encoding_a_server_may_echo():
     for echo in echoes:
         scrubbed = api_key.scrub(f"the server said: {echo} (end)")
         assert key[:12] not in scrubbed and "***" in scrubbed, echo
-        assert scrub_all(f"header {echo}") == api_key.scrub(f"header {echo}")
+        assert "***" in scrub_all(f"header {echo}") and key[:12] not in scrub_all(f"header {echo}")
     assert api_key.scrub("nothing secret here") == "nothing secret here"
 
 
