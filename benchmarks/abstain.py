@@ -17,7 +17,6 @@ generator was really sent: the core's `knowledge_text`, the LlamaIndex postproce
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,19 +32,6 @@ ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "
 #: What an entry point answers for one (question, passages): the texts the generator was sent, and
 #: whether CRAG abstained.
 Answer = Callable[[str, list[dict[str, Any]]], tuple[list[str], bool]]
-
-
-def load(bench: Path, queries: int, shift: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The in-corpus and out-of-corpus sets: (question, answers, ctxs, has a relevant ctx) rows."""
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
-    inside = [{"question": r["question"], "answers": r["answers"], "ctxs": r["ctxs"][:10],
-               "relevant": any(c["relevant"] for c in r["ctxs"][:10])} for r in rows]
-    outside = []
-    for i, row in enumerate(rows):
-        other = rows[(i + shift) % len(rows)]["ctxs"][:10]
-        outside.append({"question": row["question"], "answers": row["answers"], "ctxs": other,
-                        "relevant": any(c["title"] == row["s_wiki_title"] for c in other)})
-    return inside, outside
 
 
 def core_answer() -> Answer:
@@ -137,8 +123,8 @@ def measure(rows: Sequence[dict[str, Any]], answers: dict[str, Answer]) -> dict[
 def run(out: TextIO, bench: Path, *, queries: int = 100, shift: int = 1, squad_per_half: int = 50
         ) -> dict[str, Any]:
     """Run the benchmark, print its table to `out`, and return the figures (the SQuAD rows: its test half)."""
-    inside, outside = load(bench, queries, shift)
-    near = popqa_sets(bench)["near miss"]
+    popqa = popqa_sets(bench, queries, shift)
+    inside, outside, near = popqa["in corpus"], popqa["off topic"], popqa["near miss"]
     written = written_sets()
     squad = {part: [r for r in rows if r["half"] == "test"] for part, rows in squad_sets(bench, squad_per_half).items()}
     results: dict[str, Any] = {}

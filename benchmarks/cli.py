@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crag_shared.tools.cli import guarded, needs, readable
+from crag_shared.tools.cli import dispatch, needs, readable
 from crag_shared.tools.commands import (
     EVALUATOR_HELP,
     NON_NEGATIVE,
@@ -254,11 +254,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `crag-bench` with `argv`; the exit status (2 with one line on stderr for any user error)."""
-    def command() -> int:
-        args = build_parser().parse_args(argv)
-        return HANDLERS[args.bench](args)
-
-    return guarded(command)
+    return dispatch(build_parser, HANDLERS, "bench", argv)
 
 
 if __name__ == "__main__":

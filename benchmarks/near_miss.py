@@ -53,9 +53,10 @@ def _ctx(text: str, rank: int, title: str | None = None) -> dict[str, Any]:
     return {"text": text, "rank": rank, "title": title or "", "score": None}
 
 
-def popqa_sets(bench: Path) -> dict[str, list[Row]]:
-    """PopQA's in-corpus, near-miss and off-topic rows (abstain's row shape, with `half`)."""
-    records = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")]
+def popqa_sets(bench: Path, queries: int | None = None, shift: int = 1) -> dict[str, list[Row]]:
+    """PopQA's in-corpus, near-miss and off-topic rows (abstain's row shape, with `half`) of the first
+    `queries` questions; off topic, question i gets the passages of question i + `shift`."""
+    records = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
     inside, near, outside = [], [], []
     for i, record in enumerate(records):
         base = {"question": record["question"], "answers": record["answers"], "half": half(record["question"])}
@@ -64,8 +65,8 @@ def popqa_sets(bench: Path) -> dict[str, list[Row]]:
         misses = [c for c in own if not c["relevant"] and not c["has_answer"] and c["text"].strip()]
         if len(misses) >= 3:
             near.append({**base, "ctxs": misses, "relevant": False})
-        other = records[(i + 1) % len(records)]["ctxs"][:10]
-        outside.append({**base, "ctxs": other, "relevant": False})
+        other = records[(i + shift) % len(records)]["ctxs"][:10]
+        outside.append({**base, "ctxs": other, "relevant": any(c["title"] == record["s_wiki_title"] for c in other)})
     return {"in corpus": inside, "near miss": near, "off topic": outside}
 
 

@@ -172,9 +172,15 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `crag` with `argv`; the exit status (2 with one line on stderr for any user error)."""
+    return dispatch(build_parser, HANDLERS, "command", argv)
+
+
+def dispatch(parser: Callable[[], argparse.ArgumentParser], handlers: dict[str, Callable[[argparse.Namespace], int]],
+             name: str, argv: Sequence[str] | None) -> int:
+    """Parse `argv` and run the handler its subcommand (the `name` attribute) names, `guarded`."""
     def command() -> int:
-        args = build_parser().parse_args(argv)
-        return HANDLERS[args.command](args)
+        args = parser().parse_args(argv)
+        return handlers[getattr(args, name)](args)
 
     return guarded(command)
 
