@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .config import CRAGConfig, OnWebFailure, RefineMode
-from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
+from .corrector import NO_WEB_SEARCH, Corrector, abstention_for, ambiguous_floor
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
@@ -157,6 +157,7 @@ __all__ = [
     "WebSearch",
     "WebSearchResponse",
     "abstention_for",
+    "ambiguous_floor",
     "check_judge_prompt",
     "config_from",
     "describe",

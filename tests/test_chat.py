@@ -63,3 +63,20 @@ def test_a_three_turn_chat_judges_the_condensed_question():
                                           node_postprocessors=[CRAGPostprocessor()])
     raw.chat("Tell me about Albert Einstein.")
     assert raw.chat("When was he born?").source_nodes == []  # the raw follow-up: no biography is handed on
+
+
+def test_build_crag_pipeline_hands_a_pronoun_follow_up_nothing_as_the_core_does():
+    pytest.importorskip("haystack")
+    from haystack import Document
+
+    from crag_haystack import build_crag_pipeline
+    from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever
+
+    generator = ExtractiveChatGenerator()
+    question = "When was he born?"
+    retriever = FixedRetriever({question: [Document(content=t) for t in BIOGRAPHIES]})
+    result = build_crag_pipeline(retriever, generator).run({"query": question})
+    core = Corrector().correct(question, BIOGRAPHIES)
+    assert core.abstained and "no_answer" in result and generator.prompts == []
+    assert "names no one" in result["no_answer"]["replies"][0].meta["crag_abstention"]
+    assert "names no one" in core.abstention.reason

@@ -22,8 +22,9 @@ class KnowledgeGate:
     must feed the joiner, even with nothing (`build_crag_pipeline` sends the router's empty `incorrect`
     there when there is no web search). The router's `action` and `abstention` say more.
     Ambiguous without web knowledge keeps only the strips that would be Correct on their own, as the core
-    does: the router stamps Ambiguous documents with the upper threshold (`meta["crag_keep_at"]`, unless
-    `on_web_failure="keep"`), and when no web strip arrived the gate drops the strips scoring below it.
+    does: the router stamps Ambiguous documents with the core's floor (`meta["crag_keep_at"]`: the upper
+    threshold, or above every score for a question that names no one; none with `on_web_failure="keep"`),
+    and when no web strip arrived the gate drops the strips scoring below it.
 
     Usage:
 

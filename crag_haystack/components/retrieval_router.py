@@ -17,6 +17,7 @@ from crag_shared.adapter import (
     OnWebFailure,
     RetrievalEvaluator,
     abstention_for,
+    ambiguous_floor,
 )
 
 from ..convert import checked_documents, scored_copy, to_passage
@@ -139,7 +140,7 @@ class RetrievalRouter(Lifecycle):
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
                     "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
         # Ambiguous without web knowledge keeps only strips that would be Correct: the gate reads the floor
-        stamp = ({"crag_keep_at": judgment.thresholds[0]}
+        stamp = ({"crag_keep_at": ambiguous_floor(query, judgment.thresholds[0])}
                  if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else {})
         routed = [scored_copy(d, s, crag_action=action.value, **stamp) for d, s in zip(documents, judgment.scores)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"

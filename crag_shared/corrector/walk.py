@@ -8,7 +8,6 @@ refiners, rewriter, web search, fallbacks), so every driver shares every decisio
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -175,12 +174,13 @@ class Walks:
                 if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
-                elif strict:  # a question that names no one has no strip that is Correct on its own
-                    floor = math.inf if underspecified(query) else max(state.policy.upper, self.refiner.threshold)
+                elif strict:
+                    floor = max(ambiguous_floor(query, state.policy.upper), self.refiner.threshold)
                     internal = [strip for strip in internal if strip.score >= floor]
 
         knowledge = internal + external
-        strict_floor = state.policy.upper if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None
+        strict_floor = (ambiguous_floor(query, state.policy.upper)
+                        if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None)
         abstention = None if knowledge else abstention_for(action, web_missing, strict_floor)
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
@@ -331,6 +331,17 @@ def ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
+#: The floor above every score: nothing an under-specified question retrieved is kept without the web.
+ABOVE_EVERY_SCORE = 2.0
+
+
+def ambiguous_floor(query: str, upper: float) -> float:
+    """What an Ambiguous query's internal strips must score to be kept without web knowledge: the upper
+    threshold (as Correct would), or, for a question that names no one but a pronoun, `ABOVE_EVERY_SCORE`.
+    The core's walk and the Haystack router (which stamps it for the gate) both take it from here."""
+    return ABOVE_EVERY_SCORE if underspecified(query) else upper
+
+
 def abstention_for(action: Action, web_missing: str | None, upper: float | None = None) -> Abstention:
     """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
     there is no web knowledge, None when the web gave pages but none of their strips passed; `upper`, the
@@ -341,6 +352,8 @@ def abstention_for(action: Action, web_missing: str | None, upper: float | None 
     web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
     if action is Action.INCORRECT:
         return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
-    internal = (f"no retrieved strip scored at least the upper threshold ({upper:+.2f})" if upper is not None
-                and action is Action.AMBIGUOUS and web_missing else "no retrieved strip passed the strip threshold")
+    internal = "no retrieved strip passed the strip threshold"
+    if upper is not None and action is Action.AMBIGUOUS and web_missing:
+        internal = ("the question names no one, so no retrieved strip can be judged against it" if upper > 1.0
+                    else f"no retrieved strip scored at least the upper threshold ({upper:+.2f})")
     return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")
