@@ -9,6 +9,7 @@ from .components import (
     CRAG,
     ComponentWebSearch,
     CorrectiveRetriever,
+    CorrectiveWebSearch,
     KnowledgeGate,
     KnowledgeRefiner,
     NoAnswerReply,
@@ -17,16 +18,18 @@ from .components import (
     RetrievalRouter,
     SearchQueryRewriter,
     SerpAPIWebSearch,
-    knowledge_text,
+    web_refiner,
 )
 from .embedding import embedding_evaluator
 from .llm import HaystackChatLLM
 from .pipeline import build_crag_pipeline
+from .tools import knowledge_text
 
 __all__ = [
     "CRAG",
     "ComponentWebSearch",
     "CorrectiveRetriever",
+    "CorrectiveWebSearch",
     "HaystackChatLLM",
     "KnowledgeGate",
     "KnowledgeRefiner",
@@ -39,4 +42,5 @@ __all__ = [
     "build_crag_pipeline",
     "embedding_evaluator",
     "knowledge_text",
+    "web_refiner",
 ]

@@ -12,7 +12,14 @@ from haystack.dataclasses import ChatMessage
 
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, OnWebFailure, RefineMode
 
-from .components import KnowledgeGate, KnowledgeRefiner, NoAnswerReply, RetrievalRouter, SearchQueryRewriter
+from .components import (
+    KnowledgeGate,
+    KnowledgeRefiner,
+    NoAnswerReply,
+    RetrievalRouter,
+    SearchQueryRewriter,
+    web_refiner,
+)
 
 DEFAULT_TEMPLATE = [ChatMessage.from_user(
     "Answer the question using only the knowledge below, and cite the sources you use. Text marked as a web "
@@ -56,9 +63,9 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
     `retrieval_router.scores` and, when the web was used, `web_search.links`.
     """
     def refiner(origin: Literal["internal", "web"], threshold: float = strip_threshold) -> KnowledgeRefiner:
-        return KnowledgeRefiner(evaluator=evaluator, refine_mode=refine_mode if origin == "internal" else "selection",
-                                strip_top_k=strip_top_k, strip_threshold=threshold, origin=origin,
-                                score_titles=score_titles, chat_generator=judge_generator)
+        settings: dict[str, Any] = {"evaluator": evaluator, "strip_top_k": strip_top_k, "strip_threshold": threshold,
+                                    "score_titles": score_titles, "chat_generator": judge_generator}
+        return web_refiner(**settings) if origin == "web" else KnowledgeRefiner(refine_mode=refine_mode, **settings)
 
     keep = on_web_failure == "keep"  # any other value than "drop" is refused by the router below
     pipeline = Pipeline()

@@ -4,6 +4,7 @@
 - `CRAGQueryEngine`: retrieve → CRAG → synthesize, with CRAG's verdict in `response.metadata["crag"]`;
 - `WebSearchRetriever`: web knowledge (rewrite → search → fetch → select) as a retriever;
 - `CRAGWorkflow`: the same algorithm as a Workflow, one typed event per step, nestable in yours;
+- `CRAGQueryEngineTool`: a CRAG engine as an agent's tool, its result led by CRAG's verdict;
 - `CRAGVerdicts`, `AbstentionAware`: sub-question engines and routers over CRAG engines keep each verdict
   and never summarize abstentions into an answer;
 - `CRAGPack`: the llama-packs shape, deprecated as LlamaIndex deprecated packs.
@@ -19,6 +20,7 @@ from .pack import CRAGPack
 from .postprocessor import CRAGPostprocessor
 from .query_engine import CRAGQueryEngine
 from .retriever import WebSearchRetriever
+from .tool import CRAGQueryEngineTool
 from .workflow import (
     CRAGStartEvent,
     CRAGWorkflow,
@@ -29,7 +31,24 @@ from .workflow import (
     SearchNeededEvent,
 )
 
-__all__ = ["AbstentionAware", "CRAGActionEvent", "CRAGFallbackEvent", "CRAGPack", "CRAGPostprocessor",
-           "CRAGQueryEngine", "CRAGStartEvent", "CRAGVerdicts", "CRAGWebSearchEvent", "CRAGWorkflow", "JudgedEvent",
-           "KnowledgeEvent", "LlamaIndexLLM", "RefineEvent", "RetrievedEvent", "SearchNeededEvent",
-           "WebSearchRetriever", "embedding_evaluator"]
+__all__ = [
+    "AbstentionAware",
+    "CRAGActionEvent",
+    "CRAGFallbackEvent",
+    "CRAGPack",
+    "CRAGPostprocessor",
+    "CRAGQueryEngine",
+    "CRAGQueryEngineTool",
+    "CRAGStartEvent",
+    "CRAGVerdicts",
+    "CRAGWebSearchEvent",
+    "CRAGWorkflow",
+    "JudgedEvent",
+    "KnowledgeEvent",
+    "LlamaIndexLLM",
+    "RefineEvent",
+    "RetrievedEvent",
+    "SearchNeededEvent",
+    "WebSearchRetriever",
+    "embedding_evaluator",
+]

@@ -120,7 +120,8 @@ class CRAGQueryEngine(BaseQueryEngine):
                 **{f"node_postprocessor_{i}": p for i, p in enumerate(self._postprocessors)
                    if isinstance(p, PromptMixin)}}
 
-    def _retrieved(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    def retrieved(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The retriever's nodes after `node_postprocessors`: what CRAG judges."""
         nodes = self._retriever.retrieve(query_bundle)
         for postprocessor in self._postprocessors:
             nodes = postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
@@ -135,10 +136,10 @@ class CRAGQueryEngine(BaseQueryEngine):
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The retriever's nodes, corrected: the knowledge nodes CRAG keeps."""
-        return self._crag.correct(self._retrieved(query_bundle), query_bundle)[0]
+        return self._crag.correct(self.retrieved(query_bundle), query_bundle)[0]
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        nodes, result = self._crag.correct(self._retrieved(query_bundle), query_bundle)
+        nodes, result = self._crag.correct(self.retrieved(query_bundle), query_bundle)
         if result.abstained:
             return _with_crag(self._abstain(query_bundle), result)
         return _with_crag(self._synthesizer.synthesize(query_bundle, nodes), result)

@@ -33,6 +33,7 @@ from .types import (
     WebSearchResponse,
     neutralized,
 )
+from .verdict import ToolStrip, result_tool_text, tool_text, verdict_line, web_summary
 from .web.base import WebSearch
 from .web.replay import ReplaySearch
 from .web.spec import PROVIDERS as WEB_PROVIDERS
@@ -153,6 +154,7 @@ __all__ = [
     "RetrievalEvaluator",
     "Rewrite",
     "Strip",
+    "ToolStrip",
     "WebOutcome",
     "WebSearch",
     "WebSearchResponse",
@@ -170,7 +172,11 @@ __all__ = [
     "passage_from_record",
     "read_search",
     "result_metadata",
+    "result_tool_text",
     "saved_evaluator",
     "strip_metadata",
+    "tool_text",
+    "verdict_line",
     "web_search_from_spec",
+    "web_summary",
 ]

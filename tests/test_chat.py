@@ -80,3 +80,59 @@ def test_build_crag_pipeline_hands_a_pronoun_follow_up_nothing_as_the_core_does(
     assert core.abstained and "no_answer" in result and generator.prompts == []
     assert "names no one" in result["no_answer"]["replies"][0].meta["crag_abstention"]
     assert "names no one" in core.abstention.reason
+
+
+def test_a_three_turn_haystack_chat_pipeline_judges_the_condensed_question():
+    """The recipe the Haystack guide shows: a rewriter (prompt builder → chat generator → OutputAdapter) turns
+    the follow-up into a standalone question, which the retriever and CRAG both get."""
+    pytest.importorskip("haystack")
+    from haystack import Document, Pipeline, component
+    from haystack.components.builders import ChatPromptBuilder
+    from haystack.components.converters import OutputAdapter
+    from haystack.dataclasses import ChatMessage
+
+    from crag_haystack import CRAG
+
+    @component
+    class CondensingChatGenerator:  # a chat LLM's condensing, offline (condensing_rule)
+        @component.output_types(replies=list[ChatMessage])
+        def run(self, messages: list[ChatMessage]) -> dict:
+            return {"replies": [ChatMessage.from_assistant(condensing_rule(messages[-1].text))]}
+
+    @component
+    class EveryQuery:  # the same five biographies for any question, as a vague retriever would
+        @component.output_types(documents=list[Document])
+        def run(self, query: str) -> dict:
+            return {"documents": [Document(content=t) for t in BIOGRAPHIES]}
+
+    condense = [ChatMessage.from_user(
+        "{% for m in history %}{{ m.role.value }}: {{ m.text }}\n{% endfor %}"
+        "Follow Up Input: {{ query }}\nStandalone question:")]
+    pipeline = Pipeline()
+    pipeline.add_component("condense_prompt", ChatPromptBuilder(template=condense, required_variables="*"))
+    pipeline.add_component("condenser", CondensingChatGenerator())
+    pipeline.add_component("standalone", OutputAdapter(template="{{ replies[0].text }}", output_type=str))
+    pipeline.add_component("retriever", EveryQuery())
+    pipeline.add_component("crag", CRAG())
+    pipeline.connect("condense_prompt.prompt", "condenser.messages")
+    pipeline.connect("condenser.replies", "standalone.replies")
+    pipeline.connect("standalone.output", "retriever.query")
+    pipeline.connect("standalone.output", "crag.query")
+    pipeline.connect("retriever.documents", "crag.documents")
+    history: list[ChatMessage] = []
+
+    def turn(question: str) -> dict:
+        result = pipeline.run({"condense_prompt": {"query": question, "history": list(history)}},
+                              include_outputs_from={"standalone"})
+        history.extend([ChatMessage.from_user(question), ChatMessage.from_assistant("(the answer)")])
+        return result
+
+    turn("Tell me about Albert Einstein.")
+    second = turn("When was he born?")
+    assert second["standalone"]["output"] == "When was Albert Einstein born?"
+    assert second["crag"]["action"] == "correct"
+    assert [d.content for d in second["crag"]["documents"]] == [BIOGRAPHIES[1]]
+    third = turn("Where was Grace Hopper born?")  # a standalone question stays as it is
+    assert [d.content for d in third["crag"]["documents"]] == [BIOGRAPHIES[4]]
+    raw = CRAG().run(query="When was he born?", documents=[Document(content=t) for t in BIOGRAPHIES])
+    assert raw["action"] != "correct" and "documents" not in raw  # without condensing: nothing handed on

@@ -1,6 +1,7 @@
 """Haystack components of crag, one per file."""
 from .component_web_search import ComponentWebSearch
-from .corrective_retriever import CorrectiveRetriever, knowledge_text
+from .corrective_retriever import CorrectiveRetriever
+from .corrective_web_search import CorrectiveWebSearch, web_refiner
 from .crag import CRAG
 from .knowledge_gate import KnowledgeGate
 from .knowledge_refiner import KnowledgeRefiner
@@ -13,6 +14,7 @@ __all__ = [
            "CRAG",
            "ComponentWebSearch",
            "CorrectiveRetriever",
+           "CorrectiveWebSearch",
            "KnowledgeGate",
            "KnowledgeRefiner",
            "NoAnswerReply",
@@ -21,5 +23,5 @@ __all__ = [
            "RetrievalRouter",
            "SearchQueryRewriter",
            "SerpAPIWebSearch",
-           "knowledge_text",
+           "web_refiner",
 ]

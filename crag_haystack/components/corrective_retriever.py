@@ -11,27 +11,14 @@ from ..serialization import current_type
 from .crag import CRAG
 
 
-def knowledge_text(outputs: dict[str, Any]) -> str:
-    """`CorrectiveRetriever`'s outputs as a tool result an LLM reads: the knowledge, one "- " line each
-    (web strips marked with their page), or that there is none and why (`ComponentTool(outputs_to_string=
-    {"handler": knowledge_text})`)."""
-    documents = outputs.get("documents") or []
-    if not documents:
-        return f"No relevant knowledge found ({outputs.get('abstention') or 'nothing retrieved'})."
-    lines = []
-    for document in documents:
-        source = document.meta.get("web_source")
-        lines.append(f"- {' '.join((document.content or '').split())}" + (f" [from {source}]" if source else ""))
-    return "\n".join(lines)
-
-
 @super_component
 class CorrectiveRetriever:
     """Retrieves with your retriever, then runs CRAG on what it found (a `@super_component`).
 
     Input: `query`. Outputs: `documents` (the knowledge strips, web strips included) or `abstention` (why
-    there is none), `action` and `scores`. `crag` is the `CRAG` component inside (pass one configured
-    with your evaluator, web search and settings); its settings and your retriever are saved with it.
+    there is none), `action`, `scores` and `crag` (the `CRAGReport`). The `crag` argument is the `CRAG`
+    component inside (pass one configured with your evaluator, web search and settings); its settings and
+    your retriever are saved with it.
 
     Usage:
     ```python
@@ -61,7 +48,7 @@ class CorrectiveRetriever:
         self.pipeline.connect("retriever.documents", "crag.documents")
         self.input_mapping = {"query": ["retriever.query", "crag.query"]}
         self.output_mapping = {"crag.documents": "documents", "crag.abstention": "abstention",
-                               "crag.action": "action", "crag.scores": "scores"}
+                               "crag.action": "action", "crag.scores": "scores", "crag.crag": "crag"}
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: the retriever and the CRAG component, nested."""

@@ -87,6 +87,11 @@ class KnowledgeRefiner(Lifecycle):
         """Load the evaluator's model (once per process for each model) and warm up the chat generator."""
         warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
 
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """(upper, lower): the judge's thresholds, against which its strips' scores are read."""
+        return self._corrector.evaluator.thresholds
+
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component (Haystack's `to_dict` contract; secrets as env var names only)."""
         return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,

@@ -4,6 +4,6 @@
 Pipelines save these classes under this path, so Haystack 3 loads them with its default allowlist.
 """
 
-from crag_haystack import ComponentWebSearch, ProviderWebSearch, ReplayWebSearch, SerpAPIWebSearch
+from crag_haystack import ComponentWebSearch, CorrectiveWebSearch, ProviderWebSearch, ReplayWebSearch, SerpAPIWebSearch
 
-__all__ = ["ComponentWebSearch", "ProviderWebSearch", "ReplayWebSearch", "SerpAPIWebSearch"]
+__all__ = ["ComponentWebSearch", "CorrectiveWebSearch", "ProviderWebSearch", "ReplayWebSearch", "SerpAPIWebSearch"]

@@ -1,0 +1,41 @@
+"""What Haystack's Agent reads from a CRAG tool (`ComponentTool` or `PipelineTool`): the core's compact tool
+text (a verdict line, then the knowledge), never the strips' metadata."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from haystack import Document
+
+from crag_shared.adapter import ToolStrip, tool_text
+
+
+def _summary(outputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    report = outputs.get("crag")
+    if report is not None:
+        return report.model_dump() if hasattr(report, "model_dump") else report
+    abstention = outputs.get("abstention")
+    documents = outputs.get("documents") or []
+    if not documents and not abstention:
+        abstention = "nothing retrieved"
+    return {"action": outputs.get("action") or "unjudged", "scores": outputs.get("scores") or [],
+            "abstention": {"reason": abstention} if abstention else None,
+            "strips": [{"origin": d.meta.get("crag_origin"), "score": d.meta.get("crag_score")} for d in documents]}
+
+
+def _strip(document: Document) -> ToolStrip:
+    score = document.meta.get("crag_score", document.score)
+    return ToolStrip(document.content or "", document.meta.get("web_source"), score)
+
+
+def knowledge_text(outputs: Mapping[str, Any]) -> str:
+    """A CRAG tool's outputs as the text an agent's LLM reads: one verdict line (the action, the best score
+    against the thresholds, or why there is no knowledge), then one "- " line per strip (web strips with
+    their page, "weak" below the upper threshold). Reads `CorrectiveRetriever` and `CorrectiveWebSearch`
+    outputs, and a `PipelineTool`'s whose output mapping names `documents`, `abstention` and `crag`:
+
+    ```python
+    ComponentTool(component=CorrectiveRetriever(retriever), outputs_to_string={"handler": knowledge_text}, ...)
+    ```
+    """
+    documents = [] if outputs.get("abstention") else list(outputs.get("documents") or [])
+    return tool_text(_summary(outputs), [_strip(d) for d in documents])
