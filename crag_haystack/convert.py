@@ -39,10 +39,14 @@ def scored_copy(document: Document, score: float, **meta: Any) -> Document:
 
 
 def strip_document(strip: Strip, sources: list[Passage], result: CorrectionResult | None = None) -> Document:
-    """A strip as a new Document: the source's meta, then provenance (`crag_source_id`, span, url...)."""
+    """A strip as a new Document: the source's meta, then provenance (`crag_source_id`, span, url...); where
+    the source is a `DocumentSplitter` chunk (`split_idx_start`), also the span in the original Document."""
     source_meta = sources[strip.source_index].metadata if strip.source_index < len(sources) else {}
-    return Document(content=strip.text, meta={**source_meta, **strip_metadata(strip, result, source_meta)},
-                    score=strip.score)
+    meta = {**source_meta, **strip_metadata(strip, result, source_meta)}
+    offset = source_meta.get("split_idx_start")  # where DocumentSplitter's chunk starts in its Document
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        meta["crag_document_start"], meta["crag_document_end"] = offset + strip.start, offset + strip.end
+    return Document(content=strip.text, meta=meta, score=strip.score)
 
 
 def passage_document(passage: Passage, **meta: Any) -> Document:

@@ -48,3 +48,23 @@ def test_llamaindex_web_nodes_stored_and_retrieved_stay_web_nodes():
     assert again and all(n.node.metadata["crag_origin"] == "web" for n in again)
     shown = again[0].node.get_content(metadata_mode=MetadataMode.LLM)
     assert "(untrusted web page)" in shown and "crag_origin" not in shown
+
+
+def test_haystack_strips_of_split_documents_say_where_they_sit_in_the_original():
+    pytest.importorskip("haystack")
+    from haystack import Document
+    from haystack.components.preprocessors import DocumentSplitter
+
+    from crag_haystack import CRAG
+
+    original = ("The Eiffel Tower is in Paris. It opened in 1889. " * 3
+                + "Albert Einstein was born in Ulm in 1879. He worked in Bern.")
+    chunks = DocumentSplitter(split_by="word", split_length=10, split_overlap=0).run(
+        documents=[Document(content=original)])["documents"]
+    out = CRAG().run(query="When was Albert Einstein born?", documents=chunks)
+    strips = out["documents"]
+    assert strips and all("crag_document_start" in s.meta for s in strips)
+    for strip in strips:
+        start, end = strip.meta["crag_document_start"], strip.meta["crag_document_end"]
+        assert original[start:end] == strip.content
+    assert any(s.meta["crag_start"] != s.meta["crag_document_start"] for s in strips)  # chunk ≠ Document offsets
