@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from crag_shared.calibration import equation_2
 from crag_shared.policy import ActionPolicy
-from crag_shared.tools.calibrate import equation_2, score_by_query
+from crag_shared.tools.calibrate import score_by_query
 from crag_shared.tools.data import Pair, auroc, by_query, kfold_by_query
 
 

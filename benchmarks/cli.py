@@ -99,6 +99,10 @@ def _web_benches(benches: Any) -> None:
     near.add_argument("--evaluator", action="append", default=[], help=f"{EVALUATOR_HELP} (repeatable): fit "
                       "Eq. 2 with near misses as negatives on the tune halves, report the test halves")
     near.add_argument("--squad-per-half", type=POSITIVE_INT, default=150)
+    calibrate = benches.add_parser("calibrate-qa", help="thresholds from questions and answers alone against "
+                                   "thresholds from labels, on PopQA's test half; 200 questions timed")
+    calibrate.add_argument("--bench-dir")
+    calibrate.add_argument("--no-timing", action="store_true", help="skip the 200-question timing")
     benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "
                        "(MB, packages)")
     bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
@@ -132,6 +136,13 @@ def _bench_near_miss(args: argparse.Namespace) -> int:
 
     run(sys.stdout, _bench_dir(args.bench_dir), fit=args.fit, evaluators=args.evaluator,
         squad_per_half=args.squad_per_half)
+    return 0
+
+
+def _bench_calibrate_qa(args: argparse.Namespace) -> int:
+    from .calibrate_qa import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), timing=not args.no_timing)
     return 0
 
 
@@ -248,7 +259,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "web": _bench_web, "throughput": _bench_throughput, "batch": _bench_batch, "recall": _bench_recall,
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
-    "footprint": _bench_footprint, "near-miss": _bench_near_miss,
+    "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
 }
 
 

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from crag_shared.calibration import fit_thresholds
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import LexicalEvaluator, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
-from crag_shared.tools.calibrate import fit_thresholds
 from crag_shared.types import Passage
 
 from .recall import has_answer_word, reached

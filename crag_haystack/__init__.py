@@ -5,6 +5,7 @@ Each component's canonical home is `haystack_integrations.components.<kind>.crag
 with no allowlist setting and no prior import. Importing this package changes no process-wide setting.
 """
 
+from .calibrate import calibrate
 from .components import (
     CRAG,
     ComponentWebSearch,
@@ -40,6 +41,7 @@ __all__ = [
     "SearchQueryRewriter",
     "SerpAPIWebSearch",
     "build_crag_pipeline",
+    "calibrate",
     "embedding_evaluator",
     "knowledge_text",
     "web_refiner",

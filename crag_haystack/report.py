@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from crag_shared.adapter import CorrectionResult, result_metadata
+from crag_shared.adapter import CorrectionResult, result_metadata, verdict_html
 
 from .integration import RANKERS
 
@@ -43,6 +43,10 @@ class CRAGReport(BaseModel):
     def of(cls, result: CorrectionResult) -> "CRAGReport":
         """The report of one correction."""
         return cls(**result_metadata(result))
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: a compact card (action, scores and thresholds, strips, web, fallbacks)."""
+        return verdict_html(self.model_dump())
 
     def __getitem__(self, key: str) -> Any:
         """`report["action"]`, as the dict this output used to be."""

@@ -7,11 +7,13 @@
 - `CRAGQueryEngineTool`: a CRAG engine as an agent's tool, its result led by CRAG's verdict;
 - `CRAGVerdicts`, `AbstentionAware`: sub-question engines and routers over CRAG engines keep each verdict
   and never summarize abstentions into an answer;
+- `calibrate`: the thresholds fitted on your index from questions and their answers;
 - `CRAGPack`: the llama-packs shape, deprecated as LlamaIndex deprecated packs.
 
 The same names import from `llama_index.postprocessor.crag`, LlamaIndex's integration naming.
 """
 
+from .calibrate import calibrate
 from .compose import AbstentionAware, CRAGVerdicts
 from .embedding import embedding_evaluator
 from .instrumentation import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
@@ -50,5 +52,6 @@ __all__ = [
     "RetrievedEvent",
     "SearchNeededEvent",
     "WebSearchRetriever",
+    "calibrate",
     "embedding_evaluator",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .calibration import QACalibration, QAPair, calibrate_qa, read_qa
 from .config import CRAGConfig, OnWebFailure, RefineMode
 from .corrector import NO_WEB_SEARCH, Corrector, abstention_for, ambiguous_floor
 from .corrector.configured import evaluator_settings
@@ -18,6 +19,7 @@ from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, em
 from .evaluators.llm import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
+from .notebook import Verdict, verdict_html
 from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
 from .trace import Fallback, logging_to
@@ -102,8 +104,9 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
 
 
 def result_metadata(result: CorrectionResult) -> dict[str, Any]:
-    """What adapters expose about one correction: the summary plus the whole trace."""
-    return result.to_dict()
+    """What adapters expose about one correction: the summary plus the whole trace (a dict that Jupyter
+    shows as a card)."""
+    return Verdict(result.to_dict())
 
 
 def config_from(value: CRAGConfig | Mapping[str, Any]) -> CRAGConfig:
@@ -147,6 +150,8 @@ __all__ = [
     "OnWebFailure",
     "Origin",
     "Passage",
+    "QACalibration",
+    "QAPair",
     "QueryRewriter",
     "RefineMode",
     "Refinement",
@@ -155,11 +160,13 @@ __all__ = [
     "Rewrite",
     "Strip",
     "ToolStrip",
+    "Verdict",
     "WebOutcome",
     "WebSearch",
     "WebSearchResponse",
     "abstention_for",
     "ambiguous_floor",
+    "calibrate_qa",
     "check_judge_prompt",
     "config_from",
     "describe",
@@ -170,12 +177,14 @@ __all__ = [
     "logging_to",
     "neutralized",
     "passage_from_record",
+    "read_qa",
     "read_search",
     "result_metadata",
     "result_tool_text",
     "saved_evaluator",
     "strip_metadata",
     "tool_text",
+    "verdict_html",
     "verdict_line",
     "web_search_from_spec",
     "web_summary",

@@ -291,6 +291,12 @@ class CorrectionResult:
             "fallbacks": [asdict(f) for f in self.fallbacks],
         }
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view of the result: a compact card (action, scores and thresholds, strips, web, fallbacks)."""
+        from .notebook import verdict_html
+
+        return verdict_html(self.to_dict(texts=True))
+
     def to_dict(self, *, texts: bool = False) -> dict[str, Any]:
         """The one serialized form of a result: the summary and the whole trace; with `texts`, every strip
         in full (text and span), as `crag run` writes it. Adapters expose it as their CRAG metadata."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("crag_shared", "crag_llamaindex", "crag_haystack", "benchmarks")
-FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo")
+FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo", "calibration")
 PICTURE = ROOT / "docs" / "layout.svg"
 
 

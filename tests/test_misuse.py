@@ -12,8 +12,9 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from crag_shared import Action, ActionPolicy, Corrector, Passage, QueryRewriter, ReplaySearch, WebSearchError
+from crag_shared.calibration import fit_thresholds
+from crag_shared.calibration.eq2 import _Counter
 from crag_shared.evaluators.base import Evaluation, RetrievalEvaluator
-from crag_shared.tools.calibrate import _Counter, fit_thresholds
 from crag_shared.tools.cli import main
 from crag_shared.types import WebSearchResponse
 from crag_shared.web.fetch import PageFetcher

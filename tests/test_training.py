@@ -7,7 +7,7 @@ import random
 import pytest
 
 from crag_shared import ActionPolicy, CrossEncoderEvaluator, LexicalEvaluator, T5Evaluator
-from crag_shared.tools.calibrate import equation_2, fit_thresholds
+from crag_shared.calibration import equation_2, fit_thresholds
 from crag_shared.tools.cli import main
 from crag_shared.tools.data import Pair, auroc, kfold_by_query, load_pairs, split_by_query
 

@@ -120,6 +120,11 @@ class CRAG(Lifecycle):
             self.config, text_embedder, document_embedder, instance))
         self._ready = False
 
+    @property
+    def corrector(self) -> Corrector:
+        """The core `Corrector` this component runs (its evaluator is the judge `crag_haystack.calibrate` fits)."""
+        return self._corrector
+
     def warm_up(self) -> None:
         """Load the evaluator's model, warm up the generator, and build the web search (resolving its secret)."""
         warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)

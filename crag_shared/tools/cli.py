@@ -1,4 +1,4 @@
-"""The `crag` command: demo, run, calibrate, fit-combination, train-evaluator and export-onnx.
+"""The `crag` command: demo, run, calibrate, report, fit-combination, train-evaluator and export-onnx.
 
 Every user error (a bad argument, a missing or malformed file, a missing optional dependency) ends with
 one line on stderr saying what is wrong, and exit status 2; a traceback means a bug in crag.
@@ -11,10 +11,15 @@ import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..web.keys import scrub_all
 from ..web.spec import WEB_SPECS
 from .commands import UsageError, build_parser
+
+if TYPE_CHECKING:
+    from ..calibration import QACalibration
+    from ..evaluators import RetrievalEvaluator
 
 
 def writable(path: str | None, option: str) -> None:
@@ -78,22 +83,69 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from ..calibration import fit_thresholds
     from ..evaluators import evaluator_from_spec
-    from .calibrate import fit_thresholds, score_by_query, with_near_misses, write_outputs
+    from .batch import json_line
+    from .calibrate import plot, score_by_query, with_near_misses, write_outputs
 
-    writable(args.out, "--out")
-    writable(args.plot, "--plot")
+    for path, option in ((args.out, "--out"), (args.plot, "--plot"), (args.records, "--records")):
+        writable(path, option)
     if args.plot:
         needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
+    if args.qa:
+        return _calibrate_qa(args, evaluator_from_spec(args.evaluator), plot)
+    if args.retrieved:
+        raise UsageError("--retrieved goes with --qa (labelled --data needs no retrieval)")
     pairs = with_near_misses(_load(args)) if args.near_misses else _load(args)
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)
+    if args.records:
+        Path(args.records).write_text("".join(json_line({"scores": s, "labels": y, "thresholds": {
+            "upper": summary["upper"], "lower": summary["lower"]}}) + "\n" for s, y in zip(scores, labels)))
     print(f"thresholds: upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} (Eq. 2 = "
           f"{summary['objective']:.3f}, alpha {args.alpha:g}) on {summary['queries']} queries; "
           f"actions {summary['actions']}; judgment accuracy {summary['accuracy']:.3f}\n"
           f"written: {args.out}" + (f", {args.plot}" if args.plot else ""))
     return 0
+
+
+def _calibrate_qa(args: argparse.Namespace, evaluator: RetrievalEvaluator, plot: Callable[..., None]) -> int:
+    from ..calibration import calibrate_qa, read_qa, read_retrieved
+    from .batch import json_line
+
+    if not args.retrieved:
+        raise UsageError("--qa needs --retrieved: the passages your retriever returned for each question")
+    readable(args.qa, "--qa")
+    readable(args.retrieved, "--retrieved")
+    qa = read_qa(args.qa)
+    result = calibrate_qa(evaluator, qa, read_retrieved(args.retrieved, qa), evaluator_name=args.evaluator,
+                          alpha=args.alpha, steps=args.steps, titles=args.titles, out=args.out)
+    if args.plot:
+        plot(result.calibration, [q.scores for q in result.queries], [q.labels for q in result.queries], args.plot)
+    if args.records:
+        Path(args.records).write_text("".join(json_line(r) + "\n" for r in result.records()), encoding="utf-8")
+    print(tradeoff_text(result))
+    print("written: " + ", ".join(p for p in (args.out, args.plot, args.records) if p))
+    return 0
+
+
+def tradeoff_text(result: QACalibration) -> str:
+    """The fitted thresholds, the counts, and the trade-off rows a user chooses by, as `crag calibrate` prints."""
+    summary = result.summary()
+    answerable, near = summary["answerable"], summary["near_miss_queries"]
+    lines = [f"thresholds: upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} (Eq. 2 = "
+             f"{summary['objective']:.3f}, alpha {summary['alpha']:g}); {summary['questions']} questions: "
+             f"{answerable} with a retrieved passage holding an answer, {summary['no_answer']} without (counted as "
+             f"negatives); {near} near-miss queries",
+             "upper   answers kept   near misses passed on   answerless passed on"]
+    for row in result.tradeoff:
+        if row.upper < -0.5 or row.upper > 0.9:
+            continue
+        mark = "  <- fitted" if row.upper == summary["upper"] else ""
+        lines.append(f"{row.upper:+.2f}   {row.answers_kept:>5}/{answerable:<6} {row.near_misses_passed:>8}/{near:<12}"
+                     f"{row.no_answer_passed:>6}/{summary['no_answer']}{mark}")
+    return "\n".join(lines)
 
 
 def _fit_combination(args: argparse.Namespace) -> int:
@@ -164,9 +216,20 @@ def _export_onnx(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    readable(args.results, "results")
+    writable(args.out, "--out")
+    needs("matplotlib", "crag report needs matplotlib: pip install 'crag-shared[plot]'")
+    queries = write_report(args.results, args.out, args.title)
+    print(f"report of {queries} queries: {args.out}")
+    return 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
-    "fit-combination": _fit_combination, "calibrate": _calibrate,
+    "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report,
 }
 
 

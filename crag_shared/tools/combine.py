@@ -6,10 +6,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..calibration import fit_thresholds
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.combined import CombinedEvaluator
 from ..evaluators.spec import evaluator_spec
-from .calibrate import fit_thresholds, score_by_query
+from .calibrate import score_by_query
 from .data import auroc
 
 

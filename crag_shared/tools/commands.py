@@ -7,9 +7,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..calibration import MAX_STEPS
 from ..evaluators.spec import EVALUATOR_SPECS
 from ..web.spec import WEB_SPECS
-from .calibrate import MAX_STEPS
 
 
 class UsageError(Exception):
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_command(commands)
     _fit_combination_command(commands)
     _calibrate_command(commands)
+    _report_command(commands)
     return parser
 
 
@@ -155,8 +156,16 @@ def _fit_combination_command(commands: Any) -> None:
 
 
 def _calibrate_command(commands: Any) -> None:
-    cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data (paper Eq. 2)")
-    cal.add_argument("--data", required=True, help="JSONL pairs (query/passage/label) or PopQA records")
+    cal = commands.add_parser("calibrate", help="fit the action thresholds to labelled data, or to questions with "
+                                                "their answers and the passages your retriever returned (Eq. 2)")
+    source = cal.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="JSONL pairs (query/passage/label) or PopQA records")
+    source.add_argument("--qa", help='JSONL questions with answers: {"question", "answers": [...], "id"?} a line; '
+                                     "needs --retrieved")
+    cal.add_argument("--retrieved", help='with --qa: JSONL, {"id" or "question", "passages": [text or {"text", '
+                                         '"title"}]} a line: what your retriever returned for each question')
+    cal.add_argument("--records", help="also write one JSON line per query fitted on (scores, labels): the input of "
+                                       "crag report's trade-off curve")
     cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
     cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
@@ -168,3 +177,12 @@ def _calibrate_command(commands: Any) -> None:
     cal.add_argument("--out", default="thresholds.json")
     cal.add_argument("--plot", default="thresholds.png", help="PNG path ('' for none)")
     add_titles(cal)
+
+
+def _report_command(commands: Any) -> None:
+    report = commands.add_parser("report", help="one self-contained HTML page of what CRAG decided: a crag run "
+                                                "output, calibration records or a log of live queries' metadata")
+    report.add_argument("results", help="JSONL: crag run --out, crag calibrate --records, or one response.metadata"
+                                        "['crag'] / CRAGReport dict a line")
+    report.add_argument("-o", "--out", default="report.html")
+    report.add_argument("--title", help="the page title (default: from the file name)")

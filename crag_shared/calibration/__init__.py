@@ -1,0 +1,20 @@
+"""Fitting the action thresholds: the paper's Eq. 2 (`eq2.py`), and the data it is fitted on when all a
+user has is questions with their answers (`answers.py`, `qa.py`)."""
+
+from .answers import QAPair, holds_answer, normalized, qa_pair, read_qa, read_retrieved
+from .eq2 import MAX_STEPS, Calibration, equation_2, fit_thresholds
+from .qa import (
+    NEAR_MISS_LEAST,
+    JudgedQuery,
+    QACalibration,
+    TradeOff,
+    calibrate_qa,
+    judged_queries,
+    near_misses,
+    objective_on,
+    tradeoff,
+)
+
+__all__ = ["MAX_STEPS", "NEAR_MISS_LEAST", "Calibration", "JudgedQuery", "QACalibration", "QAPair", "TradeOff",
+           "calibrate_qa", "equation_2", "fit_thresholds", "holds_answer", "judged_queries", "near_misses",
+           "normalized", "objective_on", "qa_pair", "read_qa", "read_retrieved", "tradeoff"]

@@ -1,0 +1,172 @@
+"""Thresholds from the questions and answers a user keeps, on the passages their own retriever returns.
+
+Each retrieved passage is labelled by whether it holds a gold answer (`holds_answer`); a question whose
+passages include an answer and at least `least` that do not also yields a near-miss query of those alone
+(`near_misses`: the right neighbourhood without the answer, which should not be judged Correct); then
+Eq. 2 is fitted. The figures a user chooses by are in `tradeoff`: for each upper threshold, how many
+questions keep their answer and how many near misses (and answerless questions) are passed on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..evaluators.base import RetrievalEvaluator
+from ..text import titled
+from ..types import Passage
+from .answers import QAPair, holds_answer, qa_pair
+from .eq2 import Calibration, equation_2, fit_thresholds
+
+#: A question needs at least this many retrieved passages without an answer (beside one with it) to yield
+#: a near-miss query, as `crag calibrate --near-misses` has it.
+NEAR_MISS_LEAST = 3
+
+
+def near_misses(labels: Sequence[bool], texts: Sequence[str], least: int = NEAR_MISS_LEAST) -> list[int]:
+    """The positions of a query's near misses: its passages without the answer, when it has one with the
+    answer and at least `least` without; else none."""
+    misses = [i for i, (label, text) in enumerate(zip(labels, texts)) if not label and text.strip()]
+    return misses if any(labels) and len(misses) >= least else []
+
+
+@dataclass(frozen=True)
+class JudgedQuery:
+    """One query Eq. 2 is fitted on: a question (its passages labelled by answer) or a question's near misses."""
+
+    id: str
+    question: str
+    kind: str  # "answerable", "near_miss" or "no_answer" (no retrieved passage holds an answer)
+    scores: list[float]
+    labels: list[bool]
+
+
+@dataclass(frozen=True)
+class TradeOff:
+    """At one upper threshold: questions whose answer passage reaches it (their answer is handed on), near
+    misses and answerless questions whose best passage reaches it (passed on as if relevant)."""
+
+    upper: float
+    answers_kept: int
+    near_misses_passed: int
+    no_answer_passed: int
+
+
+@dataclass
+class QACalibration:
+    """The fitted thresholds (`calibration.policy`), every query they were fitted on, and the trade-off."""
+
+    calibration: Calibration
+    evaluator: str
+    queries: list[JudgedQuery]
+    tradeoff: list[TradeOff] = field(default_factory=list)
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """(upper, lower), as `thresholds_path` loads them."""
+        return self.calibration.policy.upper, self.calibration.policy.lower
+
+    def count(self, kind: str) -> int:
+        """How many queries of this kind: "answerable", "near_miss" or "no_answer"."""
+        return sum(1 for q in self.queries if q.kind == kind)
+
+    @property
+    def no_answer(self) -> list[str]:
+        """The questions none of whose retrieved passages holds an answer (counted as negatives)."""
+        return [q.question for q in self.queries if q.kind == "no_answer"]
+
+    def summary(self) -> dict[str, Any]:
+        """The thresholds file's content: `upper`/`lower` (what `thresholds_path` reads), Eq. 2, the counts
+        and the trade-off table."""
+        upper, lower = self.thresholds
+        return {"upper": upper, "lower": lower, "objective": self.calibration.objective,
+                "alpha": self.calibration.alpha, "evaluator": self.evaluator, "source": "question-answer pairs",
+                "questions": self.count("answerable") + self.count("no_answer"),
+                "answerable": self.count("answerable"), "no_answer": self.count("no_answer"),
+                "near_miss_queries": self.count("near_miss"), "actions": self.calibration.actions,
+                "tradeoff": [asdict(t) for t in self.tradeoff]}
+
+    def save(self, path: str | Path) -> None:
+        """Write the thresholds file (JSON; `ActionPolicy.load` and every adapter's `thresholds_path` read it)."""
+        Path(path).write_text(json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8")
+
+    def records(self) -> list[dict[str, Any]]:
+        """One JSON-ready line per query (id, question, kind, scores, labels, the fitted thresholds), the input
+        `crag report` draws the trade-off curve from."""
+        upper, lower = self.thresholds
+        return [{**asdict(q), "thresholds": {"upper": upper, "lower": lower}} for q in self.queries]
+
+
+def judged_queries(evaluator: RetrievalEvaluator, qa: Sequence[QAPair], retrieved: Sequence[Sequence[Passage]], *,
+                   titles: bool = False, progress: bool = True, least: int = NEAR_MISS_LEAST) -> list[JudgedQuery]:
+    """Score each question's passages (one evaluator call per question, with a progress bar), label them by
+    answer, and add each question's near-miss query."""
+    from tqdm.auto import tqdm
+
+    if len(qa) != len(retrieved):
+        raise ValueError(f"{len(qa)} questions but {len(retrieved)} lists of retrieved passages")
+    queries: list[JudgedQuery] = []
+    for number, (pair, passages) in enumerate(tqdm(list(zip(qa, retrieved)), desc="scoring", unit="question",
+                                                   disable=not progress)):
+        texts = [_text(p, titles) for p in passages]
+        question_id = pair.id or str(number)
+        scores = list(evaluator.score(pair.question, texts)) if texts else []
+        labels = [holds_answer(p.text or "", pair.answers) for p in passages]
+        kind = "answerable" if any(labels) else "no_answer"
+        queries.append(JudgedQuery(question_id, pair.question, kind, scores, labels))
+        missed = near_misses(labels, texts, least)
+        if missed:
+            queries.append(JudgedQuery(f"{question_id}#near-miss", pair.question, "near_miss",
+                                       [scores[i] for i in missed], [False] * len(missed)))
+    return queries
+
+
+def _text(passage: Passage, titles: bool) -> str:
+    """The passage as the Corrector scores it (with its title under `score_titles`)."""
+    return titled(passage.text or "", passage.title) if titles else passage.text or ""
+
+
+def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[TradeOff]:
+    """For each upper threshold, the questions that keep their answer and the queries passed on wrongly."""
+    rows = []
+    for upper in uppers:
+        kept = sum(1 for q in queries if q.kind == "answerable"
+                   and max(s for s, y in zip(q.scores, q.labels) if y) >= upper)
+        near = sum(1 for q in queries if q.kind == "near_miss" and max(q.scores) >= upper)
+        none = sum(1 for q in queries if q.kind == "no_answer" and q.scores and max(q.scores) >= upper)
+        rows.append(TradeOff(round(upper, 4), kept, near, none))
+    return rows
+
+
+def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object], retrieve: Callable[[str], Sequence[Passage]]
+                 | Sequence[Sequence[Passage]], *, evaluator_name: str = "", alpha: float = 1.0, steps: int = 201,
+                 titles: bool = False, progress: bool = True, out: str | Path | None = None) -> QACalibration:
+    """Fit the thresholds from question–answer pairs: `retrieve(question)` gives each question's passages
+    (or pass the lists, in the order of `qa`). `qa` holds `QAPair`s, `(question, answers)` tuples or
+    `{"question", "answers"}` dicts. With `out`, the thresholds file is written there."""
+    pairs = [qa_pair(value, f"qa[{i}]") for i, value in enumerate(qa)]
+    if not pairs:
+        raise ValueError("no question-answer pairs to calibrate on")
+    retrieved = [list(retrieve(p.question)) for p in pairs] if callable(retrieve) else list(retrieve)
+    queries = judged_queries(evaluator, pairs, retrieved, titles=titles, progress=progress)
+    if not any(q.kind == "answerable" for q in queries):
+        raise ValueError(f"none of the {len(pairs)} questions has a retrieved passage holding its answer: check "
+                         "the answers and the retriever (is it the index the questions are about?)")
+    calibration = fit_thresholds([q.scores for q in queries], [q.labels for q in queries], alpha=alpha, steps=steps)
+    grid = [round(-1 + i / 20, 2) for i in range(41)]
+    uppers = sorted({*grid, calibration.policy.upper})
+    result = QACalibration(calibration, evaluator_name, queries, tradeoff(queries, uppers))
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def objective_on(queries: Sequence[JudgedQuery], thresholds: tuple[float, float], alpha: float = 1.0
+                 ) -> tuple[float, float]:
+    """(Eq. 2, judgment accuracy) of `thresholds` on these queries: how a fitted pair does on held-out ones."""
+    objective, _, accuracy = equation_2([max(q.scores, default=-1.0) for q in queries],
+                                        [any(q.labels) for q in queries], *thresholds, alpha=alpha)
+    return objective, accuracy

@@ -1,0 +1,212 @@
+"""`crag report`: one self-contained HTML page of what CRAG decided over many queries.
+
+Plots are inline SVG drawn by matplotlib (text kept as text, so a plot is a few tens of kilobytes and
+searchable); the table is sorted and filtered by a few lines of inline script. Nothing is fetched: the
+page opens from disk, offline.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..notebook import COLOURS, verdict_html
+from .report_data import Row, common_thresholds, latency, read_rows, tradeoff_curve
+
+#: The borderline table lists at most this many queries, nearest a threshold first.
+BORDERLINE_ROWS = 500
+ACTIONS = ("correct", "ambiguous", "incorrect", "unjudged", "failed")
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1200px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top}
+th{background:#f6f8fa;cursor:pointer;user-select:none}.num{text-align:right}.cards span{display:inline-block;
+margin:0 18px 8px 0}.plot svg{max-width:100%;height:auto}pre{white-space:pre-wrap;max-width:700px;font-size:11px}
+"""
+
+SCRIPT = """
+const table = document.getElementById('borderline');
+const body = table.tBodies[0];
+const filter = document.getElementById('filter');
+const action = document.getElementById('action');
+function apply() {
+  const text = filter.value.toLowerCase();
+  let shown = 0;
+  for (const row of body.rows) {
+    const ok = (!text || row.textContent.toLowerCase().includes(text))
+      && (!action.value || row.dataset.action === action.value);
+    row.hidden = !ok;
+    shown += ok ? 1 : 0;
+  }
+  document.getElementById('shown').textContent = shown;
+}
+filter.addEventListener('input', apply);
+action.addEventListener('change', apply);
+for (const [index, header] of [...table.tHead.rows[0].cells].entries()) {
+  header.addEventListener('click', () => {
+    const up = header.dataset.order !== 'up';
+    for (const cell of table.tHead.rows[0].cells) delete cell.dataset.order;
+    header.dataset.order = up ? 'up' : 'down';
+    const key = row => row.cells[index].dataset.value ?? row.cells[index].textContent;
+    const rows = [...body.rows].sort((a, b) => {
+      const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+      const order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
+      return up ? order : -order;
+    });
+    body.append(...rows);
+  });
+}
+apply();
+"""
+
+
+def _svg(figure: Any) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _plots(rows: Sequence[Row], thresholds: tuple[float, float] | None) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "crag"
+    import matplotlib.pyplot as plt
+
+    plots = []
+    counts = Counter(r.action for r in rows)
+    shown = [a for a in ACTIONS if counts[a]]
+    figure, axis = plt.subplots(figsize=(6, 0.5 + 0.4 * len(shown)))
+    axis.barh(shown[::-1], [counts[a] for a in shown[::-1]], color=[COLOURS.get(a, "#57606a") for a in shown[::-1]])
+    for y, action in enumerate(shown[::-1]):
+        axis.text(counts[action], y, f" {counts[action]} ({counts[action] / len(rows):.0%})", va="center")
+    axis.set_xlabel("queries")
+    axis.set_xlim(0, max(counts.values()) * 1.25)
+    plots.append(("The action mix", _svg(figure)))
+    figure, axis = plt.subplots(figsize=(8, 3.6))
+    bins = [i / 20 - 1 for i in range(41)]
+    for action in ("correct", "ambiguous", "incorrect"):
+        best = [r.best for r in rows if r.action == action and r.best is not None]
+        if best:
+            axis.hist(best, bins=bins, alpha=0.6, color=COLOURS[action], label=f"{action} ({len(best)})")
+    for value, name, style in zip(thresholds or (), ("upper", "lower"), ("-", "--")):
+        axis.axvline(value, color="black", linestyle=style, label=f"{name} threshold {value:+.2f}")
+    axis.set_xlabel("best passage score of the query")
+    axis.set_ylabel("queries")
+    axis.legend(fontsize=8)
+    plots.append(("Best scores per action, with the thresholds", _svg(figure)))
+    curve = tradeoff_curve(rows)
+    if curve is not None:
+        figure, axis = plt.subplots(figsize=(8, 3.6))
+        uppers = [c[0] for c in curve]
+        for column, name, colour in ((1, "questions keeping their answer", COLOURS["correct"]),
+                                     (2, "near misses passed on", COLOURS["ambiguous"]),
+                                     (3, "other negatives passed on", COLOURS["incorrect"])):
+            values = [c[column] * 100 for c in curve]
+            if not all(math.isnan(v) for v in values):
+                axis.plot(uppers, values, color=colour, label=name)
+        if thresholds:
+            axis.axvline(thresholds[0], color="black", label=f"upper threshold {thresholds[0]:+.2f}")
+        axis.set_xlabel("upper threshold")
+        axis.set_ylabel("% of queries")
+        axis.legend(fontsize=8)
+        plots.append(("Keep or pass on: the trade-off of the upper threshold (labelled queries)", _svg(figure)))
+    return plots
+
+
+def _counts_table(title: str, counts: Counter[str], total: int) -> str:
+    if not counts:
+        return f"<h2>{escape(title)}</h2><p>None.</p>"
+    rows = "".join(f"<tr><td>{escape(k)}</td><td class='num'>{n}</td><td class='num'>{n / total:.1%}</td></tr>"
+                   for k, n in counts.most_common(30))
+    return (f"<h2>{escape(title)}</h2><table><thead><tr><th>reason</th><th>queries</th><th>share</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _latency_table(rows: Sequence[Row]) -> str:
+    stages = latency(rows)
+    if not stages:
+        return "<h2>Latency per stage</h2><p>No timings in these records.</p>"
+    body = "".join(f"<tr><td>{escape(s)}</td><td class='num'>{n}</td><td class='num'>{p50:.1f}</td>"
+                   f"<td class='num'>{p95:.1f}</td></tr>" for s, (n, p50, p95) in stages.items())
+    return ("<h2>Latency per stage (ms)</h2><table><thead><tr><th>stage</th><th>queries</th><th>p50</th>"
+            f"<th>p95</th></tr></thead><tbody>{body}</tbody></table>")
+
+
+def _detail(row: Row) -> str:
+    trace = row.record.get("trace")
+    steps = json.dumps(trace.get("steps") if isinstance(trace, dict) else None, ensure_ascii=False)
+    return (f"<details><summary>verdict and trace</summary>{verdict_html(row.record)}"
+            f"<pre>{escape(steps[:6000])}</pre></details>")
+
+
+def _borderline(rows: Sequence[Row]) -> str:
+    near = sorted((r for r in rows if math.isfinite(r.margin)), key=lambda r: (r.margin, r.number))[:BORDERLINE_ROWS]
+    cells = []
+    for row in near:
+        best = f"{row.best:+.3f}" if row.best is not None else "–"
+        total = row.stages.get("result")
+        cells.append(
+            f"<tr data-action='{escape(row.action)}'><td>{escape(row.id)}</td><td>{escape(row.question)}</td>"
+            f"<td>{escape(row.action)}</td><td class='num' data-value='{row.best}'>{best}</td>"
+            f"<td class='num' data-value='{row.margin:.6f}'>{row.margin:.3f}</td>"
+            f"<td>{escape(row.abstention or '')}</td><td>{'yes' if row.web else ''}</td>"
+            f"<td class='num' data-value='{total if total is not None else -1}'>"
+            f"{'' if total is None else f'{total:.1f}'}</td><td>{_detail(row)}</td></tr>")
+    options = "".join(f"<option value='{a}'>{a}</option>" for a in ACTIONS if any(r.action == a for r in near))
+    return (f"<h2>Borderline queries</h2><p>The {len(near)} queries whose best score lies nearest a threshold "
+            f"(at most {BORDERLINE_ROWS}). Click a column to sort. Filter: <input id='filter' placeholder='text'> "
+            f"<select id='action'><option value=''>every action</option>{options}</select> "
+            f"(<span id='shown'>{len(near)}</span> shown)</p>"
+            "<table id='borderline'><thead><tr><th>id</th><th>question</th><th>action</th><th>best score</th>"
+            "<th>to threshold</th><th>abstention</th><th>web</th><th>total ms</th><th>trace</th></tr></thead>"
+            f"<tbody>{''.join(cells)}</tbody></table>")
+
+
+def build_report(rows: Sequence[Row], title: str) -> str:
+    """The whole page."""
+    thresholds = common_thresholds(rows)
+    counts = Counter(r.action for r in rows)
+    abstained = Counter(r.abstention for r in rows if r.abstention)
+    fallbacks = Counter(f for r in rows for f in r.fallbacks)
+    faults = sum(n for f, n in fallbacks.items() if not f.endswith("(the setup, not a fault)"))
+    failed = Counter(r.error or "" for r in rows if r.error is not None)
+    web = sum(r.web for r in rows)
+    cards = [f"<span><b>{len(rows)}</b> queries</span>"]
+    cards += [f"<span style='color:{COLOURS.get(a, '#57606a')}'><b>{counts[a]}</b> {a}</span>"
+              for a in ACTIONS if counts[a]]
+    cards += [f"<span><b>{sum(abstained.values())}</b> abstained</span>", f"<span><b>{web}</b> used the web</span>",
+              f"<span><b>{faults}</b> fallbacks on a fault</span>"]
+    if thresholds:
+        cards.append(f"<span>thresholds: upper <b>{thresholds[0]:+.2f}</b>, lower <b>{thresholds[1]:+.2f}</b></span>")
+    plots = "".join(f"<h2>{escape(name)}</h2><div class='plot'>{svg}</div>" for name, svg in _plots(rows, thresholds))
+    sections = [_counts_table("Why CRAG abstained", abstained, len(rows)),
+                _counts_table("Fallbacks", fallbacks, len(rows)),
+                f"<h2>Web</h2><p>{web} of {len(rows)} queries searched the web ({web / len(rows):.1%}).</p>",
+                _latency_table(rows)]
+    if failed:
+        sections.append(_counts_table("Failed queries", failed, len(rows)))
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            "content='width=device-width'><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
+            f"<div class='cards'>{''.join(cards)}</div>{plots}{''.join(sections)}{_borderline(rows)}"
+            f"<script>{SCRIPT}</script></body></html>")
+
+
+def write_report(results: str | Path, out: str | Path, title: str | None = None) -> int:
+    """Read `results` (JSONL) and write the report to `out`; returns the number of queries."""
+    rows = read_rows(results)
+    Path(out).write_text(build_report(rows, title or f"CRAG report: {Path(results).name}"), encoding="utf-8")
+    return len(rows)
