@@ -71,12 +71,12 @@ def _timings(records: list[dict[str, Any]], bench: Path) -> dict[str, float]:
     import crag_llamaindex
     from crag_llamaindex.testing import HashingEmbedding
 
-    texts = sorted({c["text"] for r in records for c in r["ctxs"]})
+    texts = sorted({c["text"] for r in records for c in r["ctxs"] if c["text"].strip()})
     web = [json.loads(line) for line in (bench / "popqa_web.jsonl").open(encoding="utf-8")]
     asked = {r["question"] for r in records}
     qa = [(r["question"], r["answers"]) for r in records]
     qa += [(w["question"], w["answers"]) for w in web if w["question"] not in asked][: 200 - len(qa)]
-    index = VectorStoreIndex([TextNode(text=t) for t in texts], embed_model=HashingEmbedding())
+    index = VectorStoreIndex([TextNode(text=t) for t in texts if t.strip()], embed_model=HashingEmbedding())
     store = InMemoryDocumentStore()
     store.write_documents([Document(content=t) for t in texts])
     timings = {}
@@ -113,9 +113,11 @@ def run(out: TextIO, bench: Path, *, timing: bool = True) -> dict[str, Any]:
         out.write(f"  {name:<13} upper {policy.upper:+.2f} lower {policy.lower:+.2f}: Eq. 2 {objective:.3f}, "
                   f"judgment accuracy {accuracy:.1%}; answers kept {kept}/{inside}, near misses passed on "
                   f"{passed}/{near}, off topic passed on {off_passed}/{off}\n")
-    gap = abs(results["labelled"]["accuracy"] - results["from answers"]["accuracy"]) * 100
-    results["accuracy_gap_points"] = gap
-    out.write(f"  gap in judgment accuracy: {gap:.1f} points (goal: at most 2)\n")
+    eq2 = (results["labelled"]["objective"] - results["from answers"]["objective"]) * 100
+    gap = (results["labelled"]["accuracy"] - results["from answers"]["accuracy"]) * 100
+    results["eq2_gap_points"], results["accuracy_gap_points"] = eq2, gap
+    out.write(f"  labelled minus from answers: Eq. 2 {eq2:+.1f} points (goal: at most +2), judgment accuracy "
+              f"{gap:+.1f} points (Ambiguous counts as neither right nor wrong there)\n")
     if timing:
         results["timings"] = found = _timings(records, bench)
         out.write(f"  calibrating {found['questions']:.0f} questions on an index of {found['passages']:.0f} "

@@ -103,6 +103,10 @@ def _web_benches(benches: Any) -> None:
                                    "thresholds from labels, on PopQA's test half; 200 questions timed")
     calibrate.add_argument("--bench-dir")
     calibrate.add_argument("--no-timing", action="store_true", help="skip the 200-question timing")
+    report = benches.add_parser("report", help="crag report of a large run: size, build and opening time in "
+                                "headless Chromium")
+    report.add_argument("--bench-dir")
+    report.add_argument("--queries", type=POSITIVE_INT, default=10_000)
     benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "
                        "(MB, packages)")
     bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
@@ -144,6 +148,16 @@ def _bench_calibrate_qa(args: argparse.Namespace) -> int:
 
     run(sys.stdout, _bench_dir(args.bench_dir), timing=not args.no_timing)
     return 0
+
+
+def _bench_report(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .report import run
+
+    with tempfile.TemporaryDirectory() as work:
+        figures = run(sys.stdout, _bench_dir(args.bench_dir), Path(work), args.queries)
+    return 0 if figures["console_errors"] == 0 else 1
 
 
 def _bench_footprint(args: argparse.Namespace) -> int:
@@ -260,6 +274,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
     "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
+    "report": _bench_report,
 }
 
 

@@ -28,14 +28,17 @@ def _retriever(source: Any, similarity_top_k: int) -> BaseRetriever:
 
 def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str | RetrievalEvaluator = "lexical",
               crag: CRAGPostprocessor | None = None, out: str | Path | None = None, similarity_top_k: int = 10,
-              alpha: float = 1.0, steps: int = 201, progress: bool = True) -> QACalibration:
+              alpha: float = 1.0, steps: int = 201, near_miss_budget: float | None = None,
+              progress: bool = True) -> QACalibration:
     """Fit CRAG's two thresholds on your own retriever from question–answer pairs (no relevance labels).
 
     Each question is retrieved with `source` (an index: `as_retriever(similarity_top_k=...)`; a retriever; or
     a query engine's retriever), each passage labelled by whether it holds a gold answer (see
     `crag_shared.calibration.holds_answer`), near-miss queries added, and Eq. 2 fitted with the judge of
     `crag` (your configured `CRAGPostprocessor`) or of `evaluator`. `qa`: a JSONL path or pairs
-    (`(question, answers)`, `{"question", "answers"}`). With `out`, the thresholds are written there; load
+    (`(question, answers)`, `{"question", "answers"}`). `near_miss_budget` (e.g. 0.2) picks the upper
+    threshold keeping the most answers with at most that share of near misses passed on, instead of Eq. 2's.
+    With `out`, the thresholds are written there; load
     them with `thresholds_path=`. The result's `summary()` holds the trade-off table.
     """
     retriever = _retriever(source, similarity_top_k)
@@ -46,4 +49,5 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str 
         return [to_passage(n) for n in retriever.retrieve(question) if not unjudgeable(n)]
 
     return calibrate_qa(judge.evaluator, pairs, retrieve, evaluator_name=describe(judge.evaluator), alpha=alpha,
-                        steps=steps, titles=judge.score_titles, progress=progress, out=out)
+                        steps=steps, titles=judge.score_titles, progress=progress,
+                        near_miss_budget=near_miss_budget, out=out)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..evaluators.base import RetrievalEvaluator
+from ..policy import ActionPolicy
 from ..text import titled
 from ..types import Passage
 from .answers import QAPair, holds_answer, qa_pair
@@ -63,6 +64,7 @@ class QACalibration:
     evaluator: str
     queries: list[JudgedQuery]
     tradeoff: list[TradeOff] = field(default_factory=list)
+    chosen_by: str = "Eq. 2"
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -78,11 +80,28 @@ class QACalibration:
         """The questions none of whose retrieved passages holds an answer (counted as negatives)."""
         return [q.question for q in self.queries if q.kind == "no_answer"]
 
+    def choose(self, near_misses: float) -> QACalibration:
+        """This calibration with the upper threshold that keeps the most answers while passing on at most this
+        share of the near-miss queries (the lowest such upper in the trade-off table); the lower threshold
+        stays Eq. 2's, or drops to the new upper. For when Eq. 2's single number is not the trade-off you want."""
+        if not 0.0 <= near_misses <= 1.0:
+            raise ValueError(f"near_misses must be a share in [0, 1], got {near_misses!r}")
+        total = max(1, self.count("near_miss"))
+        upper = min(row.upper for row in self.tradeoff if row.near_misses_passed / total <= near_misses)
+        lower = min(self.calibration.policy.lower, upper)
+        objective, counts, accuracy = equation_2([max(q.scores, default=-1.0) for q in self.queries],
+                                                 [any(q.labels) for q in self.queries], upper, lower,
+                                                 self.calibration.alpha)
+        chosen = replace(self.calibration, policy=ActionPolicy(upper, lower), objective=objective, actions=counts,
+                         accuracy=accuracy)
+        return QACalibration(chosen, self.evaluator, self.queries, self.tradeoff, chosen_by=f"near misses passed on "
+                             f"at most {near_misses:.0%}")
+
     def summary(self) -> dict[str, Any]:
         """The thresholds file's content: `upper`/`lower` (what `thresholds_path` reads), Eq. 2, the counts
         and the trade-off table."""
         upper, lower = self.thresholds
-        return {"upper": upper, "lower": lower, "objective": self.calibration.objective,
+        return {"upper": upper, "lower": lower, "chosen_by": self.chosen_by, "objective": self.calibration.objective,
                 "alpha": self.calibration.alpha, "evaluator": self.evaluator, "source": "question-answer pairs",
                 "questions": self.count("answerable") + self.count("no_answer"),
                 "answerable": self.count("answerable"), "no_answer": self.count("no_answer"),
@@ -141,16 +160,21 @@ def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[Tr
     return rows
 
 
-def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object], retrieve: Callable[[str], Sequence[Passage]]
-                 | Sequence[Sequence[Passage]], *, evaluator_name: str = "", alpha: float = 1.0, steps: int = 201,
-                 titles: bool = False, progress: bool = True, out: str | Path | None = None) -> QACalibration:
+def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object],
+                 retrieve: Callable[[str], Sequence[Passage | str]] | Sequence[Sequence[Passage | str]], *,
+                 evaluator_name: str = "", alpha: float = 1.0, steps: int = 201, titles: bool = False,
+                 progress: bool = True, near_miss_budget: float | None = None, out: str | Path | None = None
+                 ) -> QACalibration:
     """Fit the thresholds from question–answer pairs: `retrieve(question)` gives each question's passages
-    (or pass the lists, in the order of `qa`). `qa` holds `QAPair`s, `(question, answers)` tuples or
-    `{"question", "answers"}` dicts. With `out`, the thresholds file is written there."""
+    (or pass the lists, in the order of `qa`; a passage may be plain text). `qa` holds `QAPair`s,
+    `(question, answers)` tuples or `{"question", "answers"}` dicts. With `near_miss_budget`, the upper
+    threshold is `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is
+    written there."""
     pairs = [qa_pair(value, f"qa[{i}]") for i, value in enumerate(qa)]
     if not pairs:
         raise ValueError("no question-answer pairs to calibrate on")
-    retrieved = [list(retrieve(p.question)) for p in pairs] if callable(retrieve) else list(retrieve)
+    found = [retrieve(p.question) for p in pairs] if callable(retrieve) else retrieve
+    retrieved = [[Passage(p) if isinstance(p, str) else p for p in passages] for passages in found]
     queries = judged_queries(evaluator, pairs, retrieved, titles=titles, progress=progress)
     if not any(q.kind == "answerable" for q in queries):
         raise ValueError(f"none of the {len(pairs)} questions has a retrieved passage holding its answer: check "
@@ -159,6 +183,8 @@ def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object], retrieve: 
     grid = [round(-1 + i / 20, 2) for i in range(41)]
     uppers = sorted({*grid, calibration.policy.upper})
     result = QACalibration(calibration, evaluator_name, queries, tradeoff(queries, uppers))
+    if near_miss_budget is not None:
+        result = result.choose(near_miss_budget)
     if out is not None:
         result.save(out)
     return result

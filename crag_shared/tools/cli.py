@@ -94,8 +94,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
     if args.qa:
         return _calibrate_qa(args, evaluator_from_spec(args.evaluator), plot)
-    if args.retrieved:
-        raise UsageError("--retrieved goes with --qa (labelled --data needs no retrieval)")
+    if args.retrieved or args.near_miss_budget is not None:
+        raise UsageError("--retrieved and --near-miss-budget go with --qa (labelled --data needs no retrieval)")
     pairs = with_near_misses(_load(args)) if args.near_misses else _load(args)
     scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
     result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
@@ -120,7 +120,8 @@ def _calibrate_qa(args: argparse.Namespace, evaluator: RetrievalEvaluator, plot:
     readable(args.retrieved, "--retrieved")
     qa = read_qa(args.qa)
     result = calibrate_qa(evaluator, qa, read_retrieved(args.retrieved, qa), evaluator_name=args.evaluator,
-                          alpha=args.alpha, steps=args.steps, titles=args.titles, out=args.out)
+                          alpha=args.alpha, steps=args.steps, titles=args.titles,
+                          near_miss_budget=args.near_miss_budget, out=args.out)
     if args.plot:
         plot(result.calibration, [q.scores for q in result.queries], [q.labels for q in result.queries], args.plot)
     if args.records:
@@ -134,15 +135,15 @@ def tradeoff_text(result: QACalibration) -> str:
     """The fitted thresholds, the counts, and the trade-off rows a user chooses by, as `crag calibrate` prints."""
     summary = result.summary()
     answerable, near = summary["answerable"], summary["near_miss_queries"]
-    lines = [f"thresholds: upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} (Eq. 2 = "
-             f"{summary['objective']:.3f}, alpha {summary['alpha']:g}); {summary['questions']} questions: "
+    lines = [f"thresholds ({summary['chosen_by']}): upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} "
+             f"(Eq. 2 = {summary['objective']:.3f}, alpha {summary['alpha']:g}); {summary['questions']} questions: "
              f"{answerable} with a retrieved passage holding an answer, {summary['no_answer']} without (counted as "
              f"negatives); {near} near-miss queries",
              "upper   answers kept   near misses passed on   answerless passed on"]
     for row in result.tradeoff:
         if row.upper < -0.5 or row.upper > 0.9:
             continue
-        mark = "  <- fitted" if row.upper == summary["upper"] else ""
+        mark = "  <- chosen" if row.upper == summary["upper"] else ""
         lines.append(f"{row.upper:+.2f}   {row.answers_kept:>5}/{answerable:<6} {row.near_misses_passed:>8}/{near:<12}"
                      f"{row.no_answer_passed:>6}/{summary['no_answer']}{mark}")
     return "\n".join(lines)

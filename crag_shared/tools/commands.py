@@ -164,6 +164,9 @@ def _calibrate_command(commands: Any) -> None:
                                      "needs --retrieved")
     cal.add_argument("--retrieved", help='with --qa: JSONL, {"id" or "question", "passages": [text or {"text", '
                                          '"title"}]} a line: what your retriever returned for each question')
+    cal.add_argument("--near-miss-budget", type=number(float, minimum=0, maximum=1),
+                     help="with --qa: instead of Eq. 2's upper threshold, the one keeping the most answers while "
+                          "passing on at most this share of the near misses (e.g. 0.2)")
     cal.add_argument("--records", help="also write one JSON line per query fitted on (scores, labels): the input of "
                                        "crag report's trade-off curve")
     cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
