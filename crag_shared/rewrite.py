@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .language import analyzer, check_language, resolve
+from .language import TOKENS, Analyzer, analyzer, check_language, resolve
 from .llm import LLM, NoLLMConfigured, check_llm
 from .text import STOPWORDS, fold
 
@@ -38,12 +39,135 @@ class Rewrite:
     note: str | None = None
 
 
+# -- keyword phrases, as written, for an offline search query: names and compounds kept whole ---------------
+# Stopwords end a phrase, but not inside a name: "Johann Wolfgang von Goethe" and "Bank of England" (a name
+# particle between capitalised words), "埃菲尔铁塔" and "巴拉克·奥巴马" (Chinese is cut into words, with
+# jieba when it is installed, and only multi-character stopwords and grammatical particles end a phrase
+# without it; a middle dot joins a transliterated name), "エッフェル塔" (adjacent katakana and kanji stay one).
+
+#: Chinese particles that end a phrase even when no segmenter is installed (single characters of the stopword
+#: lists are otherwise kept: many are also parts of names, such as 尔 in 埃菲尔 or 巴 in 奥巴马).
+PARTICLES = frozenset("的了是在和与及或吗呢吧啊也都就又被把从对向于为以之而")
+#: What may stand between two parts of a CJK name.
+NAME_DOTS = frozenset("·・•")
+#: The lower-case words that may stand inside a name between capitalised words: nobiliary and patronymic
+#: particles, and "of the" of titles ("Bank of England", "The Lord of the Rings").
+NAME_PARTICLES = frozenset("von van der den de da di del della du des la le bin ibn al mac ap zu dos das do ten ter "
+                           "of the".split())
+
+
+#: jieba's part-of-speech tags that end a phrase: pronouns and question words (r), prepositions (p), particles
+#: (u...), conjunctions (c), modal particles (y), interjections (e), punctuation (x).
+STOP_TAGS = ("r", "p", "u", "c", "y", "e", "x")
+
+
+def _segmented(analyzer: Analyzer, run: str) -> Iterator[tuple[str, bool, bool]]:
+    """(piece, is a stopword, stands alone) along a Han run, cut for keywords: with jieba, its words, a verb
+    standing alone (a name or a compound noun is not glued to the verb after it)."""
+    if analyzer.segmented:
+        import jieba.posseg
+
+        for word in jieba.posseg.lcut(run):
+            stop = word.flag.startswith(STOP_TAGS) or word.word in analyzer.stopwords or word.word in PARTICLES
+            yield word.word, stop, word.flag == "v"
+        return
+    start = i = 0
+    for piece, stop in analyzer.cut(run):
+        i += len(piece)
+        if stop and (len(piece) > 1 or piece in PARTICLES):
+            if start < i - len(piece):
+                yield run[start:i - len(piece)], False, False
+            yield piece, True, False
+            start = i
+    if start < len(run):
+        yield run[start:], False, False
+
+
+Part = tuple[str, str, bool, int, int]  # (text, kind, stop, start, end); kind "solo": a verb on its own
+
+
+def _parts(analyzer: Analyzer, text: str) -> list[Part]:
+    """(part, kind, stop, start, end) in order; Han runs cut by `_segmented`."""
+    parts: list[Part] = []
+    for match in TOKENS.finditer(text):
+        kind, piece = match.lastgroup or "", match.group()
+        if kind == "han":
+            at = match.start()
+            for part, stop, solo in _segmented(analyzer, piece):
+                parts.append((part, "solo" if solo else kind, stop, at, at + len(part)))
+                at += len(part)
+        elif kind == "hira":
+            parts.append((piece, kind, True, match.start(), match.end()))
+        elif kind == "kata":
+            parts.append((piece, kind, piece in analyzer.stopwords, match.start(), match.end()))
+        else:
+            term = analyzer.term(piece)
+            stop = term in analyzer.stopwords or piece.lower() in analyzer.stopwords
+            parts.append((piece, kind, stop, match.start(), match.end()))
+    return parts
+
+
+def _capital(part: Part) -> bool:
+    return part[1] == "word" and (part[0][:1].isupper() or part[0][:1].isdigit())
+
+
+def links_name(words: Sequence[str], i: int, stop: Callable[[str], bool]) -> bool:
+    """Whether `words[i]` is a name particle inside a name: between capitalised words that are not stopwords (a
+    question's first word is capitalised too), alone or beside one other particle ("van" in "Ludwig van
+    Beethoven", "of the" in "Lord of the Rings")."""
+    def link(j: int) -> bool:
+        return 0 <= j < len(words) and words[j] in NAME_PARTICLES
+
+    def capital(j: int) -> bool:
+        return 0 <= j < len(words) and words[j][:1].isupper() and not stop(words[j])
+
+    return link(i) and (capital(i - 1) or (link(i - 1) and capital(i - 2))) and (
+        capital(i + 1) or (link(i + 1) and capital(i + 2)))
+
+
+def _links_names(parts: list[Part], i: int, text: str) -> bool:
+    """Whether word `i` joins the capitalised words around it into one name (nothing but spaces between)."""
+    lo, hi = max(0, i - 2), min(len(parts), i + 3)
+    near = [p[0] if p[1] == "word" and all(not text[a[4]:b[3]].strip() for a, b in zip(parts[k:i], parts[k + 1:i + 1]))
+            else "" for k, p in enumerate(parts[lo:hi], lo)]
+    stops = {p[0] for p in parts[lo:hi] if p[2]}
+    return parts[i][1] == "word" and links_name(near, i - lo, stops.__contains__)
+
+
+def key_phrases(analyzer: Analyzer, text: str) -> list[str]:
+    """Runs of content words as written: a stopword, punctuation or a change of capitalisation ends a run,
+    except inside names (see the module docstring)."""
+    parts = _parts(analyzer, text)
+    runs: list[str] = []
+    previous: Part | None = None
+    for i, part in enumerate(parts):
+        piece, kind, stop, start, _ = part
+        if stop and not _links_names(parts, i, text):
+            previous = None
+            continue
+        if previous is None:
+            runs.append(piece)
+        else:
+            gap = text[previous[4]:start]
+            cjk = not {"solo", "word"} & {kind, previous[1]}
+            if cjk and (not gap or gap in NAME_DOTS):
+                runs[-1] += gap + piece  # adjacent CJK pieces: one compound or name
+            elif kind == "word" == previous[1] and not gap.strip() and (
+                    _capital(part) == _capital(previous) or _links_names(parts, i, text)
+                    or _links_names(parts, i - 1, text)):
+                runs[-1] += " " + piece
+            else:
+                runs.append(piece)
+        previous = part
+    return runs
+
+
 def keyword_query(question: str, max_keywords: int = 3, language: str = "en") -> str:
     """Offline rewrite in the question's language: runs of content words, split where capitalisation changes
     (names vs the rest); Chinese and Japanese content pieces between stopwords. `language` "auto" detects it."""
     language = resolve(language, question)
     if language != "en":
-        found = analyzer(language).phrases(question)
+        found = key_phrases(analyzer(language), question)
         if not found:
             return question.strip()
         if len(found) > max_keywords:  # the longest pieces (names first in cased scripts), in question order
@@ -52,12 +176,14 @@ def keyword_query(question: str, max_keywords: int = 3, language: str = "en") ->
         return ", ".join(found)
     phrases: list[list[str]] = []
     previous_cap: bool | None = None
-    for raw in _WORD.findall(question):
-        word = re.sub(r"['’]s$", "", raw).strip(".-")
-        if not word or fold(word) in STOPWORDS:
+    found = [w for w in (re.sub(r"['’]s$", "", raw).strip(".-") for raw in _WORD.findall(question)) if w]
+    for i, word in enumerate(found):
+        cap = word[:1].isupper() or word[:1].isdigit()
+        if links_name(found, i, lambda w: fold(w) in STOPWORDS):
+            cap = True  # "of" in "Bank of England", "van" in "Ludwig van Beethoven": inside the name
+        elif fold(word) in STOPWORDS:
             previous_cap = None
             continue
-        cap = word[:1].isupper() or word[:1].isdigit()
         if previous_cap is None or cap != previous_cap:
             phrases.append([])
         phrases[-1].append(word)

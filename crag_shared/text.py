@@ -74,3 +74,27 @@ def titled(text: str, title: str | None) -> str:
     if title and not text.lstrip().startswith(title):
         return f"{title}: {text}"
     return text
+
+
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=20_000)
+def char_bigrams(text: str) -> frozenset[str]:
+    """The character bigrams of `text` (NFKC, case-folded, without spaces or punctuation): the evidence that
+    needs no segmentation in Chinese and Japanese."""
+    plain = _NOT_WORD.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return frozenset(plain[i:i + 2] for i in range(len(plain) - 1))
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@lru_cache(maxsize=20_000)
+def compound_grams(text: str, n: int = 5, shortest: int = 6) -> frozenset[str]:
+    """Words of `text` shorter than `shortest` whole, longer ones as their character `n`-grams (case-folded):
+    the parts a compound shares with the words it is made of ("Zugspitzbahn", "Zugspitze")."""
+    out: set[str] = set()
+    for word in _WORDS.findall(text.casefold()):
+        out.update((word,) if len(word) < shortest else (word[i:i + n] for i in range(len(word) - n + 1)))
+    return frozenset(out)

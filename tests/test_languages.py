@@ -70,8 +70,26 @@ def test_the_lexical_evaluator_ranks_the_answer_first_in_its_language_and_auto(l
     for setting in (language, "auto"):
         good, bad = LexicalEvaluator(language=setting).score(question, [relevant, other])
         assert good > 0.2 > bad, (setting, good, bad)  # Correct for the answer, not for the other
-    if language != "de":
-        assert LexicalEvaluator().score(question, [relevant])[0] < 0.2  # English analysis misses it
+    if language != "de":  # the default "en" meets the script: it analyzes as the script says, and says so
+        found = LexicalEvaluator().evaluate(question, [relevant, other])
+        assert found.scores == LexicalEvaluator(language=language).score(question, [relevant, other])
+        assert found.notes == [f"language 'en' met a question in {'Chinese' if language == 'zh' else 'Japanese'} "
+                               f"script: analyzed as {language!r} (set language={language!r} or 'auto')"]
+
+
+def test_the_default_warns_once_when_it_meets_another_script(caplog):
+    import logging
+
+    from crag_shared import language as languages
+
+    languages._TOLD.clear()
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        for _ in range(3):
+            LexicalEvaluator().score(ZH_QUESTION, [ZH_RELEVANT])
+            LexicalEvaluator().score("Когда построили Эйфелеву башню?", ["Эйфелеву башню построили в 1889 году."])
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and "analyzed as 'zh'" in said[0] and "not in Latin script" in said[1]
+    assert LexicalEvaluator().evaluate("When was the Eiffel Tower built?", ["It was built in 1889."]).notes == []
 
 
 def test_detection_reads_the_script_then_the_words():
@@ -182,4 +200,10 @@ def test_language_rows_of_the_accuracy_bench(bench_dir):
     rows = run(io.StringIO(), bench_dir.parent / "papers")
     for name, row in rows.items():
         assert row["pair_auroc"] >= 0.85 and row["auto_auroc"] >= 0.85, (name, row)
-    assert rows["zh: the CRAG paper in Chinese"]["en_auroc"] < 0.8  # what English analysis gave
+        if "hard" in name:
+            assert row["test"] >= 0.90, (name, row)  # the goal on the hard test halves
+        if row["language"] in ("zh", "ja"):  # never below bigrams alone; the default "en" reads the script
+            assert row["pair_auroc"] >= row["bigram_auroc"] and row["en_auroc"] == row["pair_auroc"], (name, row)
+        else:  # never below English analysis of the same text
+            assert row["pair_auroc"] >= row["en_auroc"], (name, row)
+        assert row["ms_per_query"] <= 25  # the figure is ≤ 5 ms on the 2-core CI machine; this only catches a blow-up

@@ -39,3 +39,35 @@ async def test_failing_or_empty_llm_falls_back_to_keywords(scripted_llm):
 def test_template_needs_question_slot():
     with pytest.raises(ValueError, match="question"):
         QueryRewriter(template="no slot here")
+
+
+@pytest.mark.parametrize("language,question,name", [
+    ("en", "When was Ludwig van Beethoven born?", "Ludwig van Beethoven"),
+    ("en", "Who wrote The Lord of the Rings?", "Lord of the Rings"),
+    ("en", "Who is the governor of the Bank of England?", "Bank of England"),
+    ("de", "Wo wurde Johann Wolfgang von Goethe geboren?", "Johann Wolfgang von Goethe"),
+    ("fr", "Quand Charles de Gaulle est-il né ?", "Charles de Gaulle"),
+    ("es", "¿Dónde nació Miguel de Cervantes?", "Miguel de Cervantes"),
+    ("zh", "埃菲尔铁塔是哪一年建成的？", "埃菲尔铁塔"),  # 尔 is a stopword on its own
+    ("zh", "巴拉克·奥巴马出生在哪里？", "巴拉克·奥巴马"),  # 巴 too; the middle dot joins the name
+    ("ja", "エッフェル塔はいつ建てられましたか？", "エッフェル塔"),  # katakana and kanji, one name
+    ("ja", "東京スカイツリーの高さは何メートルですか？", "東京スカイツリー"),
+])
+def test_the_offline_rewrite_keeps_names_whole_in_every_language(language, question, name):
+    assert name in keyword_query(question, language=language).split(", ")
+
+
+@pytest.mark.parametrize("question,name", [("埃菲尔铁塔是哪一年建成的？", "埃菲尔铁塔"),
+                                           ("巴拉克·奥巴马出生在哪里？", "巴拉克·奥巴马")])
+def test_chinese_names_stay_whole_without_a_segmenter_too(question, name):
+    from crag_shared.language import Analyzer
+    from crag_shared.rewrite import key_phrases
+
+    plain = Analyzer("zh", segmenter=False)
+    assert not plain.segmented and any(name in phrase for phrase in key_phrases(plain, question))
+
+
+def test_a_name_particle_joins_only_names():
+    query = keyword_query("Did Marie Curie meet Albert Einstein in Brussels at the Solvay conference on physics?")
+    assert query.split(", ") == ["Marie Curie", "Albert Einstein", "Brussels"]
+    assert keyword_query("What is the capital of France?") == "capital, France"
