@@ -303,8 +303,9 @@ def detect_language(text: str) -> str:
     return str(code)
 
 
-#: A note for the trace when the default "en" meets Chinese or Japanese script.
-SWITCH_NOTE = "language 'en' met a question in {name} script: analyzed as {code!r} (set language={code!r} or 'auto')"
+#: A note for the trace when the default "en" meets Chinese or Japanese script (a question, or a passage the
+#: refiner splits into sentences).
+SWITCH_NOTE = "language 'en' met text in {name} script: analyzed as {code!r} (set language={code!r} or 'auto')"
 _SCRIPT_NAMES = {"zh": "Chinese", "ja": "Japanese"}
 _TOLD: set[str] = set()
 
@@ -315,7 +316,7 @@ def switch_note(code: str) -> str:
 
 
 #: The warning when the default "en" meets a question in another script than Latin, Chinese or Japanese.
-FOREIGN_NOTE = ("language 'en' met a question not in Latin script: analyzed as English, so its words match only as "
+FOREIGN_NOTE = ("language 'en' met text not in Latin script: analyzed as English, so its words match only as "
                 "written, without stems or stopwords (set language= its code, or 'auto')")
 
 

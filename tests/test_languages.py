@@ -73,7 +73,7 @@ def test_the_lexical_evaluator_ranks_the_answer_first_in_its_language_and_auto(l
     if language != "de":  # the default "en" meets the script: it analyzes as the script says, and says so
         found = LexicalEvaluator().evaluate(question, [relevant, other])
         assert found.scores == LexicalEvaluator(language=language).score(question, [relevant, other])
-        assert found.notes == [f"language 'en' met a question in {'Chinese' if language == 'zh' else 'Japanese'} "
+        assert found.notes == [f"language 'en' met text in {'Chinese' if language == 'zh' else 'Japanese'} "
                                f"script: analyzed as {language!r} (set language={language!r} or 'auto')"]
 
 
