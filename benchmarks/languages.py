@@ -63,44 +63,49 @@ def _paper(papers: Path, code: str) -> list[str]:
             if sum(c.isascii() and c.isalpha() for c in p) * 2 < len(p)]
 
 
-def paper_pairs(papers: Path, code: str) -> list[Pair]:
-    """The question–passage pairs of one translated paper."""
+def _nearest(row: dict[str, Any], passages: list[str], holding: list[int]) -> list[int]:
+    """The passages nearest the answering one, without the answer."""
+    return sorted((i for i in range(len(passages)) if i not in holding), key=lambda i: abs(i - holding[0]))
+
+
+def _sharing_keys(row: dict[str, Any], passages: list[str], holding: list[int]) -> list[int]:
+    """The passages without the answer holding the most of the question's key terms (the nearest first among
+    equals); fewer than 4 holding one is an error of the set."""
+    shared = {i: sum(key in passages[i] for key in row["keys"]) for i in range(len(passages)) if i not in holding}
+    ranked = sorted((i for i in shared if shared[i]), key=lambda i: (-shared[i], abs(i - holding[0])))
+    if len(ranked) < 4:
+        raise ValueError(f"fewer than 4 passages share the key terms of {row['question']!r}")
+    return ranked
+
+
+def _question_pairs(papers: Path, code: str, name: str,
+                    negatives: Callable[[dict[str, Any], list[str], list[int]], list[int]]) -> list[Pair]:
+    """The pairs of the questions in `language_sets/<name>.jsonl` on one translated paper: the first passage
+    holding the answer span is the positive, `negatives` picks the others (at most `NEGATIVES`)."""
     passages = _paper(papers, code)
     pairs = []
-    for n, line in enumerate((SETS / f"{code}.jsonl").read_text(encoding="utf-8").splitlines()):
+    for n, line in enumerate((SETS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()):
         row = json.loads(line)
         holding = [i for i, p in enumerate(passages) if row["answer"] in p]
         if not holding:
-            raise ValueError(f"{code}.jsonl:{n + 1}: no passage of the paper holds {row['answer']!r}")
-        positive = holding[0]
-        others = sorted((i for i in range(len(passages)) if i not in holding), key=lambda i: abs(i - positive))
-        split = half(row["question"])
-        pairs.append(Pair(row["question"], passages[positive], True, f"{code}-{n}", split=split))
-        pairs += [Pair(row["question"], passages[i], False, f"{code}-{n}", split=split) for i in others[:NEGATIVES]]
+            raise ValueError(f"{name}.jsonl:{n + 1}: no passage of the paper holds {row['answer']!r}")
+        key, split = f"{name}-{n}", half(row["question"])
+        pairs.append(Pair(row["question"], passages[holding[0]], True, key, split=split))
+        pairs += [Pair(row["question"], passages[i], False, key, split=split)
+                  for i in negatives(row, passages, holding)[:NEGATIVES]]
     return pairs
+
+
+def paper_pairs(papers: Path, code: str) -> list[Pair]:
+    """The question–passage pairs of one translated paper: the six passages nearest the answer as negatives."""
+    return _question_pairs(papers, code, code, _nearest)
 
 
 def hard_paper_pairs(papers: Path, code: str) -> list[Pair]:
     """The hard question–passage pairs of one translated paper (`language_sets/hard_<code>.jsonl`): each
     question names its answer span and its key terms; the negatives are the passages without the answer
-    that hold the most key terms (the nearest first among equals), at least 4 of them holding one."""
-    passages = _paper(papers, code)
-    pairs = []
-    for n, line in enumerate((SETS / f"hard_{code}.jsonl").read_text(encoding="utf-8").splitlines()):
-        row = json.loads(line)
-        holding = [i for i, p in enumerate(passages) if row["answer"] in p]
-        if not holding:
-            raise ValueError(f"hard_{code}.jsonl:{n + 1}: no passage of the paper holds {row['answer']!r}")
-        positive = holding[0]
-        shared = {i: sum(key in passages[i] for key in row["keys"]) for i in range(len(passages)) if i not in holding}
-        ranked = sorted((i for i in shared if shared[i]), key=lambda i: (-shared[i], abs(i - positive)))
-        if len(ranked) < 4:
-            raise ValueError(f"hard_{code}.jsonl:{n + 1}: fewer than 4 passages share its key terms")
-        key = f"{code}-hard-{n}"
-        pairs.append(Pair(row["question"], passages[positive], True, key, split=half(row["question"])))
-        pairs += [Pair(row["question"], passages[i], False, key, split=half(row["question"]))
-                  for i in ranked[:NEGATIVES]]
-    return pairs
+    that hold the most key terms, at least 4 of them holding one."""
+    return _question_pairs(papers, code, f"hard_{code}", _sharing_keys)
 
 
 def written_pairs(code: str, name: str | None = None) -> list[Pair]:

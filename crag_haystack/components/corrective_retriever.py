@@ -4,10 +4,9 @@ corrected knowledge out: a drop-in retriever, and a tool for Haystack's Agent.""
 from typing import Any
 
 from haystack import Pipeline, default_to_dict, super_component
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
 from ..integration import RETRIEVERS
-from ..serialization import current_type
+from ..serialization import from_dict_with_nested, nested_to_dicts
 from .crag import CRAG
 
 
@@ -52,15 +51,9 @@ class CorrectiveRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: the retriever and the CRAG component, nested."""
-        return default_to_dict(self, retriever=component_to_dict(self.retriever, "retriever"),
-                               crag=component_to_dict(self.crag, "crag"))
+        return default_to_dict(self, **nested_to_dicts(self, ('retriever', 'crag')))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CorrectiveRetriever":
         """Rebuild the component from `to_dict`'s output."""
-        parts = data["init_parameters"]
-        built = {}
-        for name in ("retriever", "crag"):
-            part = import_class_by_name(parts[name]["type"])
-            built[name] = component_from_dict(part, current_type(part, parts[name]), name)
-        return cls(**built)
+        return from_dict_with_nested(cls, data, ('retriever', 'crag'))

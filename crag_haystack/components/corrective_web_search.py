@@ -5,12 +5,11 @@ plain knowledge."""
 from typing import Any
 
 from haystack import Document, component, default_to_dict
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
 from crag_shared.adapter import web_summary
 
 from ..integration import WEBSEARCH
-from ..serialization import current_type
+from ..serialization import from_dict_with_nested, nested_to_dicts
 from .knowledge_refiner import KnowledgeRefiner
 
 OUTPUTS = {"documents": list[Document], "abstention": str, "action": str, "scores": list[float],
@@ -69,18 +68,12 @@ class CorrectiveWebSearch:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component: the web search and the refiner, nested."""
-        return default_to_dict(self, web_search=component_to_dict(self.web_search, "web_search"),
-                               refiner=component_to_dict(self.refiner, "refiner"))
+        return default_to_dict(self, **nested_to_dicts(self, ('web_search', 'refiner')))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CorrectiveWebSearch":
         """Rebuild the component from `to_dict`'s output."""
-        parts = data["init_parameters"]
-        built = {}
-        for name in ("web_search", "refiner"):
-            part = import_class_by_name(parts[name]["type"])
-            built[name] = component_from_dict(part, current_type(part, parts[name]), name)
-        return cls(**built)
+        return from_dict_with_nested(cls, data, ('web_search', 'refiner'))
 
     def _outputs(self, found: dict[str, Any], strips: list[Document]) -> dict[str, Any]:
         scores = [float(d.meta["crag_score"]) for d in strips]
