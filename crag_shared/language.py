@@ -25,13 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
 
+from .scripts import CJK, HAN, HIRAGANA, KATAKANA, foreign_script, script_language
 from .sentences import SPLITTER_LANGUAGES
 from .text import STOPWORDS, char_bigrams, compound_grams, fold, words
 
-HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-HIRAGANA = "\u3040-\u309f"
-CJK = HAN + KATAKANA + HIRAGANA
 TOKENS = re.compile(rf"(?P<han>[{HAN}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hira>[{HIRAGANA}]+)"
                      rf"|(?P<word>[^\W{CJK}]+(?:['’][^\W{CJK}]+)*)")
 CJK_LANGUAGES = frozenset({"zh", "ja"})
@@ -279,19 +276,6 @@ def resolve(code: str, text: str) -> str:
     return code
 
 
-_KANA = re.compile(f"[{HIRAGANA}{KATAKANA}]")
-_HAN = re.compile(f"[{HAN}]")
-
-
-def script_language(text: str) -> str | None:
-    """"ja" for text with kana, "zh" for text that is largely Han (a fifth of its letters or more), else
-    None: what the script alone tells, with no identifier to load."""
-    if _KANA.search(text):
-        return "ja"
-    letters = sum(1 for c in text if c.isalpha())
-    return "zh" if letters and len(_HAN.findall(text)) * 5 >= letters else None
-
-
 def detect_language(text: str) -> str:
     """The language `text` is written in (ISO 639-1); English when it cannot tell."""
     script = script_language(text)
@@ -327,14 +311,6 @@ def _tell(key: str, note: str) -> None:
         from .trace import log
 
         log(logging.WARNING, "{note}; this is said once", note=note)
-
-
-def foreign_script(text: str) -> bool:
-    """Whether most letters of `text` are outside the Latin script (Cyrillic, Greek, Arabic, Hangul...): English
-    analysis still matches such words as written, but without stems or stopwords."""
-    letters = [c for c in text if c.isalpha()]
-    return bool(letters) and sum(1 for c in letters if not unicodedata.name(c, "").startswith("LATIN")) * 2 > len(
-        letters)
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import checked_file
+from ..scripts import has_cjk
 from ..types import Passage
 
 #: The largest question–answer or retrieved-passages file read (a JSONL of questions, not a corpus).
@@ -40,17 +41,13 @@ def holds_answer(text: str, answers: Iterable[str]) -> bool:
         needle = normalized(answer)
         if not needle:
             continue
-        if not needle[0].isascii() and _unspaced(needle):
+        if has_cjk(needle):
             if needle in haystack:
                 return True
             continue
         if re.search(rf"(?<![^\W_]){re.escape(needle)}(?![^\W_])", haystack):
             return True
     return False
-
-
-def _unspaced(text: str) -> bool:
-    return any(unicodedata.name(c, "").startswith(("CJK", "HIRAGANA", "KATAKANA")) for c in text)
 
 
 def qa_pair(value: object, where: str) -> QAPair:
