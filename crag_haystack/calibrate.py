@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Pipeline
 
-from crag_shared.adapter import Passage, QACalibration, RetrievalEvaluator, calibrate_qa, describe, read_qa
+from crag_shared.adapter import Passage, QACalibration, RetrievalEvaluator, calibrate_qa
 
 from .components import CRAG
 from .convert import to_passage
@@ -47,11 +47,10 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, retriever: str 
     component = crag or CRAG(evaluator=evaluator)
     component.warm_up()
     judge = component.corrector
-    pairs = read_qa(qa) if isinstance(qa, (str, Path)) else qa
 
     def retrieve(question: str) -> list[Passage]:
         return [to_passage(d) for d in found(question)]
 
-    return calibrate_qa(judge.evaluator, pairs, retrieve, evaluator_name=describe(judge.evaluator), alpha=alpha,
+    return calibrate_qa(judge.evaluator, qa, retrieve, alpha=alpha,
                         steps=steps, titles=judge.score_titles, progress=progress,
                         near_miss_budget=near_miss_budget, out=out)

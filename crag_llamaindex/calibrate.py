@@ -8,7 +8,7 @@ from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 
-from crag_shared.adapter import Passage, QACalibration, RetrievalEvaluator, calibrate_qa, describe, read_qa
+from crag_shared.adapter import Passage, QACalibration, RetrievalEvaluator, calibrate_qa
 
 from .convert import to_passage, unjudgeable
 from .postprocessor import CRAGPostprocessor
@@ -38,16 +38,15 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str 
     `crag` (your configured `CRAGPostprocessor`) or of `evaluator`. `qa`: a JSONL path or pairs
     (`(question, answers)`, `{"question", "answers"}`). `near_miss_budget` (e.g. 0.2) picks the upper
     threshold keeping the most answers with at most that share of near misses passed on, instead of Eq. 2's.
-    With `out`, the thresholds are written there; load
-    them with `thresholds_path=`. The result's `summary()` holds the trade-off table.
+    With `out`, the thresholds are written there; load them with `thresholds_path=`. The result's `summary()`
+    holds the trade-off table.
     """
     retriever = _retriever(source, similarity_top_k)
     judge = (crag or CRAGPostprocessor(evaluator=evaluator)).corrector
-    pairs = read_qa(qa) if isinstance(qa, (str, Path)) else qa
 
     def retrieve(question: str) -> list[Passage]:
         return [to_passage(n) for n in retriever.retrieve(question) if not unjudgeable(n)]
 
-    return calibrate_qa(judge.evaluator, pairs, retrieve, evaluator_name=describe(judge.evaluator), alpha=alpha,
+    return calibrate_qa(judge.evaluator, qa, retrieve, alpha=alpha,
                         steps=steps, titles=judge.score_titles, progress=progress,
                         near_miss_budget=near_miss_budget, out=out)

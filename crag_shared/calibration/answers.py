@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,23 +75,24 @@ def qa_pair(value: object, where: str) -> QAPair:
     return QAPair(question, tuple(answers), None if question_id is None else str(question_id))
 
 
-def _lines(path: str | Path, kind: str) -> Iterable[tuple[str, object]]:
+def json_lines(path: str | Path, kind: str) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-blank line of a JSONL file (a bounded regular file, `kind` naming it in
+    errors); a line that is not JSON raises ValueError naming the file and line."""
     with checked_file(Path(path), kind, MAX_QA_BYTES).open("rb") as lines:
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
-            where = f"{path}:{number}"
             try:
-                yield where, json.loads(raw.decode("utf-8"))
+                yield number, json.loads(raw.decode("utf-8"))
             except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-                raise ValueError(f"{where}: not a JSON line ({type(error).__name__}: {error})"[:300]) from None
+                raise ValueError(f"{path}:{number}: not a JSON line ({type(error).__name__}: {error})"[:300]) from None
 
 
 def read_qa(path: str | Path) -> list[QAPair]:
     """The question–answer pairs of a JSONL file: one `{"question": ..., "answers": [...]}` a line (or
     `"answer": "..."`; optional `"id"`). A malformed line raises ValueError naming the file and line; an
     empty file raises too."""
-    pairs = [qa_pair(value, where) for where, value in _lines(path, "question-answer")]
+    pairs = [qa_pair(value, f"{path}:{number}") for number, value in json_lines(path, "question-answer")]
     if not pairs:
         raise ValueError(f"{path}: no question-answer pairs")
     return pairs
@@ -112,7 +113,8 @@ def read_retrieved(path: str | Path, questions: Sequence[QAPair]) -> list[list[P
     `{"id" or "question": ..., "passages": [text or {"text", "title"}, ...]}` a line, matched to a question by
     `id` where the question has one, else by its text. A question with no line raises, naming it."""
     found: dict[str, list[Passage]] = {}
-    for where, value in _lines(path, "retrieved-passages"):
+    for number, value in json_lines(path, "retrieved-passages"):
+        where = f"{path}:{number}"
         if not isinstance(value, Mapping) or not isinstance(value.get("passages"), list):
             raise ValueError(f"{where}: expected an object with `passages` (a list) and `id` or `question`")
         key = value.get("id", value.get("question"))

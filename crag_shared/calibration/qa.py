@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluators.base import RetrievalEvaluator
+from ..evaluators.spec import describe
 from ..policy import ActionPolicy
 from ..text import titled
 from ..types import Passage
-from .answers import QAPair, holds_answer, qa_pair
+from .answers import QAPair, holds_answer, qa_pair, read_qa
 from .eq2 import Calibration, equation_2, fit_thresholds
 
 #: A question needs at least this many retrieved passages without an answer (beside one with it) to yield
@@ -160,17 +161,18 @@ def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[Tr
     return rows
 
 
-def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object],
+def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object] | str | Path,
                  retrieve: Callable[[str], Sequence[Passage | str]] | Sequence[Sequence[Passage | str]], *,
-                 evaluator_name: str = "", alpha: float = 1.0, steps: int = 201, titles: bool = False,
+                 evaluator_name: str | None = None, alpha: float = 1.0, steps: int = 201, titles: bool = False,
                  progress: bool = True, near_miss_budget: float | None = None, out: str | Path | None = None
                  ) -> QACalibration:
     """Fit the thresholds from question–answer pairs: `retrieve(question)` gives each question's passages
-    (or pass the lists, in the order of `qa`; a passage may be plain text). `qa` holds `QAPair`s,
-    `(question, answers)` tuples or `{"question", "answers"}` dicts. With `near_miss_budget`, the upper
-    threshold is `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is
-    written there."""
-    pairs = [qa_pair(value, f"qa[{i}]") for i, value in enumerate(qa)]
+    (or pass the lists, in the order of `qa`; a passage may be plain text). `qa` is a JSONL path (`read_qa`)
+    or holds `QAPair`s, `(question, answers)` tuples or `{"question", "answers"}` dicts. `evaluator_name`
+    (default: the evaluator's own, `describe`) is what the thresholds file says fitted them. With
+    `near_miss_budget`, the upper threshold is `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`,
+    the thresholds file is written there."""
+    pairs = read_qa(qa) if isinstance(qa, (str, Path)) else [qa_pair(v, f"qa[{i}]") for i, v in enumerate(qa)]
     if not pairs:
         raise ValueError("no question-answer pairs to calibrate on")
     found = [retrieve(p.question) for p in pairs] if callable(retrieve) else retrieve
@@ -182,7 +184,8 @@ def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object],
     calibration = fit_thresholds([q.scores for q in queries], [q.labels for q in queries], alpha=alpha, steps=steps)
     grid = [round(-1 + i / 20, 2) for i in range(41)]
     uppers = sorted({*grid, calibration.policy.upper})
-    result = QACalibration(calibration, evaluator_name, queries, tradeoff(queries, uppers))
+    name = evaluator_name if evaluator_name is not None else describe(evaluator)
+    result = QACalibration(calibration, name, queries, tradeoff(queries, uppers))
     if near_miss_budget is not None:
         result = result.choose(near_miss_budget)
     if out is not None:

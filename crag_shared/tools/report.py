@@ -66,35 +66,36 @@ apply();
 """
 
 
+def _axis(width: float, height: float) -> tuple[Any, Any]:
+    """A figure and its axis, without pyplot: no backend is chosen and no figure is left open in the caller's
+    process (a notebook keeps its own backend)."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height))
+    return figure, figure.subplots()
+
+
 def _svg(figure: Any) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
 
 
-def _plots(rows: Sequence[Row], thresholds: tuple[float, float] | None) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    matplotlib.rcParams["svg.hashsalt"] = "crag"
-    import matplotlib.pyplot as plt
-
-    plots = []
+def _action_mix(rows: Sequence[Row]) -> str:
     counts = Counter(r.action for r in rows)
-    shown = [a for a in ACTIONS if counts[a]]
-    figure, axis = plt.subplots(figsize=(6, 0.5 + 0.4 * len(shown)))
-    axis.barh(shown[::-1], [counts[a] for a in shown[::-1]], color=[COLOURS.get(a, "#57606a") for a in shown[::-1]])
-    for y, action in enumerate(shown[::-1]):
+    shown = [a for a in ACTIONS if counts[a]][::-1]
+    figure, axis = _axis(6, 0.5 + 0.4 * len(shown))
+    axis.barh(shown, [counts[a] for a in shown], color=[COLOURS.get(a, "#57606a") for a in shown])
+    for y, action in enumerate(shown):
         axis.text(counts[action], y, f" {counts[action]} ({counts[action] / len(rows):.0%})", va="center")
     axis.set_xlabel("queries")
     axis.set_xlim(0, max(counts.values()) * 1.25)
-    plots.append(("The action mix", _svg(figure)))
-    figure, axis = plt.subplots(figsize=(8, 3.6))
+    return _svg(figure)
+
+
+def _histograms(rows: Sequence[Row], thresholds: tuple[float, float] | None) -> str:
+    figure, axis = _axis(8, 3.6)
     bins = [i / 20 - 1 for i in range(41)]
     for action in ("correct", "ambiguous", "incorrect"):
         best = [r.best for r in rows if r.action == action and r.best is not None]
@@ -105,23 +106,36 @@ def _plots(rows: Sequence[Row], thresholds: tuple[float, float] | None) -> list[
     axis.set_xlabel("best passage score of the query")
     axis.set_ylabel("queries")
     axis.legend(fontsize=8)
-    plots.append(("Best scores per action, with the thresholds", _svg(figure)))
-    curve = tradeoff_curve(rows)
-    if curve is not None:
-        figure, axis = plt.subplots(figsize=(8, 3.6))
-        uppers = [c[0] for c in curve]
-        for column, name, colour in ((1, "questions keeping their answer", COLOURS["correct"]),
-                                     (2, "near misses passed on", COLOURS["ambiguous"]),
-                                     (3, "other negatives passed on", COLOURS["incorrect"])):
-            values = [c[column] * 100 for c in curve]
-            if not all(math.isnan(v) for v in values):
-                axis.plot(uppers, values, color=colour, label=name)
-        if thresholds:
-            axis.axvline(thresholds[0], color="black", label=f"upper threshold {thresholds[0]:+.2f}")
-        axis.set_xlabel("upper threshold")
-        axis.set_ylabel("% of queries")
-        axis.legend(fontsize=8)
-        plots.append(("Keep or pass on: the trade-off of the upper threshold (labelled queries)", _svg(figure)))
+    return _svg(figure)
+
+
+def _tradeoff(curve: Sequence[tuple[float, float, float, float]], thresholds: tuple[float, float] | None) -> str:
+    figure, axis = _axis(8, 3.6)
+    uppers = [c[0] for c in curve]
+    for column, name, colour in ((1, "questions keeping their answer", COLOURS["correct"]),
+                                 (2, "near misses passed on", COLOURS["ambiguous"]),
+                                 (3, "other negatives passed on", COLOURS["incorrect"])):
+        values = [c[column] * 100 for c in curve]
+        if not all(math.isnan(v) for v in values):
+            axis.plot(uppers, values, color=colour, label=name)
+    if thresholds:
+        axis.axvline(thresholds[0], color="black", label=f"upper threshold {thresholds[0]:+.2f}")
+    axis.set_xlabel("upper threshold")
+    axis.set_ylabel("% of queries")
+    axis.legend(fontsize=8)
+    return _svg(figure)
+
+
+def _plots(rows: Sequence[Row], thresholds: tuple[float, float] | None) -> list[tuple[str, str]]:
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "crag"}):  # text as text; stable ids
+        plots = [("The action mix", _action_mix(rows)),
+                 ("Best scores per action, with the thresholds", _histograms(rows, thresholds))]
+        curve = tradeoff_curve(rows)
+        if curve is not None:
+            plots.append(("Keep or pass on: the trade-off of the upper threshold (labelled queries)",
+                          _tradeoff(curve, thresholds)))
     return plots
 
 

@@ -3,7 +3,6 @@ live queries (the `metadata["crag"]` / `CRAGReport` dicts the adapters record), 
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -11,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..calibration.answers import MAX_QA_BYTES
-from ..files import checked_file
+from ..calibration import JudgedQuery, tradeoff
+from ..calibration.answers import json_lines
 from ..policy import ActionPolicy
 
 #: Stages whose milliseconds the trace records, by step name.
@@ -102,17 +101,13 @@ def row_of(number: int, record: Mapping[str, Any]) -> Row:
 def read_rows(path: str | Path) -> list[Row]:
     """Every row of a JSONL file; a malformed line raises ValueError naming the file and line."""
     rows = []
-    with checked_file(Path(path), "results", MAX_QA_BYTES).open("rb") as lines:
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-                if not isinstance(record, dict):
-                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
-                rows.append(row_of(number, record))
-            except (ValueError, RecursionError) as error:
-                raise ValueError(f"{path}:{number}: {error}"[:300]) from None
+    for number, record in json_lines(path, "results"):
+        try:
+            if not isinstance(record, dict):
+                raise ValueError(f"a JSON {type(record).__name__}, not an object")
+            rows.append(row_of(number, record))
+        except (ValueError, RecursionError) as error:
+            raise ValueError(f"{path}:{number}: {error}"[:300]) from None
     if not rows:
         raise ValueError(f"{path}: no records")
     return rows
@@ -143,15 +138,19 @@ def common_thresholds(rows: Iterable[Row]) -> tuple[float, float] | None:
 
 def tradeoff_curve(rows: Sequence[Row], steps: int = 81) -> list[tuple[float, float, float, float]] | None:
     """With labels: for each upper threshold, (upper, share of positive queries whose best relevant passage
-    reaches it, share of near-miss queries passed on, share of other negative queries passed on)."""
-    labelled = [r for r in rows if r.labels is not None and r.scores]
-    positives = [max(s for s, y in zip(r.scores, r.labels or ()) if y) for r in labelled if any(r.labels or ())]
-    near = [max(r.scores) for r in labelled if not any(r.labels or ()) and r.kind == "near_miss"]
-    other = [max(r.scores) for r in labelled if not any(r.labels or ()) and r.kind != "near_miss"]
-    if not positives:
+    reaches it, share of near-miss queries passed on, share of other negative queries passed on): the
+    calibration's trade-off table (`crag_shared.calibration.tradeoff`) as shares."""
+    queries = [JudgedQuery(r.id, r.question, "answerable" if any(r.labels) else
+                           "near_miss" if r.kind == "near_miss" else "no_answer", r.scores, r.labels)
+               for r in rows if r.labels is not None and r.scores]
+    totals = [sum(q.kind == kind for q in queries) for kind in ("answerable", "near_miss", "no_answer")]
+    if not totals[0]:
         return None
-    def passed(group: Sequence[float], upper: float) -> float:
-        return sum(v >= upper for v in group) / len(group) if group else math.nan
+
+    def share(count: int, total: int) -> float:
+        return count / total if total else math.nan
 
     uppers = [-1 + 2 * i / (steps - 1) for i in range(steps)]
-    return [(u, passed(positives, u), passed(near, u), passed(other, u)) for u in uppers]
+    kept, near, other = totals
+    return [(u, share(row.answers_kept, kept), share(row.near_misses_passed, near), share(row.no_answer_passed, other))
+            for u, row in zip(uppers, tradeoff(queries, uppers))]
