@@ -175,3 +175,10 @@ def test_a_near_miss_budget_chooses_the_upper_threshold_from_the_trade_off(tmp_p
                  "--plot", "", "--near-miss-budget", "0.2"]) == 0
     assert json.loads(out.read_text())["upper"] == chosen.thresholds[0]
     assert "thresholds (near misses passed on at most 20%)" in capsys.readouterr().out
+
+
+def test_long_calibrations_show_a_progress_bar(capsys):
+    texts = [[p["text"] for p in corpus()[:4]] for _ in qa()]
+    calibrate_qa(LexicalEvaluator(), qa(), texts, progress=True)
+    shown = capsys.readouterr().err
+    assert "scoring" in shown and "30/30" in shown
