@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crag_shared.corrector import Corrector
+from crag_shared.evaluators import Evaluation, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
 
 from .near_miss import Row, figures, popqa_sets
@@ -51,8 +52,7 @@ def judge_set(folder: Path, top_k: int = TOP_K) -> dict[str, list[Row]]:
                "half": "test" if question.get("split") == "test" else "tune", "style": question.get("style"),
                "ctxs": [{"text": corpus[i]["text"], "title": corpus[i]["title"], "rank": r, "score": None}
                         for r, i in enumerate(found)]}
-        if not row["answers"] and gold:
-            row["answering"] = corpus[gold[0]]["text"]
+        row["answering"] = corpus[gold[0]]["text"] if gold else ""
         kind = question["kind"]
         parts["in corpus" if kind == "answerable" else "near miss" if kind == "near_miss" else "off topic"].append(row)
     return parts
@@ -90,3 +90,41 @@ def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexica
             for name, values in found.items():
                 out.write(line(name, half, values) + "\n")
     return results
+
+
+class Remembered(RetrievalEvaluator):
+    """An evaluator whose evaluations are kept per (query, text): a threshold scan scores each pair once."""
+
+    def __init__(self, evaluator: RetrievalEvaluator) -> None:
+        self.evaluator = evaluator
+        self.memory: dict[tuple[str, str], tuple[float, str]] = {}
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        """The remembered evaluator's thresholds."""
+        return self.evaluator.thresholds
+
+    def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
+        """Scores (and reasons) of `texts`, each pair evaluated once."""
+        missing = [t for t in dict.fromkeys(texts) if (query, t) not in self.memory]
+        if missing:
+            found = self.evaluator.evaluate(query, missing)
+            reasons = found.reasons or [""] * len(missing)
+            self.memory.update(((query, t), (s, r)) for t, s, r in zip(missing, found.scores, reasons))
+        pairs = [self.memory[(query, t)] for t in texts]
+        return Evaluation([s for s, _ in pairs], reasons=[r for _, r in pairs])
+
+
+def scan(out: TextIO, spec: str, uppers: Sequence[float], *, lower: float = -0.5, half: str = "tune",
+         names: Sequence[str] | None = None, bench: Path | None = None) -> dict[float, dict[str, Any]]:
+    """Figures of one judge on one half at each upper threshold (its pairs scored once)."""
+    sets = judge_sets(SETS, names)
+    if bench is not None:
+        sets["popqa"] = popqa_sets(bench)
+    remembered = Remembered(evaluator_from_spec(spec))
+    found = {}
+    for upper in uppers:
+        corrector = Corrector(evaluator=remembered, policy=ActionPolicy(upper, min(lower, upper)))
+        found[upper] = figures(corrector, sets, half)
+        out.write(f"\n{spec} upper {upper:+.2f}\n" + "".join(line(n, half, v) + "\n" for n, v in found[upper].items()))
+    return found

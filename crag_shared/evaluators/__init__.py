@@ -11,6 +11,7 @@ from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
 from .onnx_embedding import OnnxEmbeddingEvaluator
+from .reader import ReaderEvaluator
 from .spec import (
     EVALUATOR_SPECS,
     SHIPPED_COMBINATIONS,
@@ -37,6 +38,7 @@ __all__ = [
     "LexicalEvaluator",
     "OnnxCrossEncoderEvaluator",
     "OnnxEmbeddingEvaluator",
+    "ReaderEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
     "describe",

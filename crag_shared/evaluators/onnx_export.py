@@ -85,7 +85,7 @@ def exported(model: str, quantize: bool, export_dir: Path | None, *, embedding: 
 
 
 def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_files_only: bool = False,
-                embedding: bool = False) -> Path:
+                embedding: bool = False, int8_embeddings: bool = False) -> Path:
     """Export a sequence-classification checkpoint (with its `crag_pooling`, if any) to `target`; with
     `embedding`, a sentence encoder instead, whose graph ends in the mean-pooled, L2-normalised embedding.
 
@@ -132,10 +132,11 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
                               output_names=[output], opset_version=17, dynamo=False,
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
                                             output: {0: "batch"}})
-        _optimize(work, raw, config, quantize)
+        _optimize(work, raw, config, quantize, int8_embeddings)
         tokenizer.save_pretrained(work)
         config.save_pretrained(work)
         (work / MANIFEST).write_text(json.dumps({"source": model, "quantized": quantize, "inputs": names,
+                                                 "int8_embeddings": int8_embeddings,
                                                  "file": onnx_file(quantize), "output": output}, indent=2))
         if target.exists():
             shutil.rmtree(target)
@@ -146,7 +147,7 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
     return target
 
 
-def _optimize(work: Path, raw: Path, config: Any, quantize: bool) -> None:
+def _optimize(work: Path, raw: Path, config: Any, quantize: bool, int8_embeddings: bool = False) -> None:
     """Fuse the exported graph (BERT-like models) and quantize its weights, in `work`."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
@@ -156,6 +157,7 @@ def _optimize(work: Path, raw: Path, config: Any, quantize: bool) -> None:
     if config.model_type in FUSABLE:
         fusions = FusionOptions("bert")
         fusions.enable_skip_layer_norm = fusions.enable_bias_skip_layer_norm = fusions.enable_bias_gelu = False
+        fusions.enable_embed_layer_norm = not int8_embeddings
         optimizer.optimize_model(str(raw), model_type="bert", num_heads=config.num_attention_heads,
                                  hidden_size=config.hidden_size, optimization_options=fusions
                                  ).save_model_to_file(str(fused))
@@ -165,7 +167,8 @@ def _optimize(work: Path, raw: Path, config: Any, quantize: bool) -> None:
     if quantize:
         import onnx
 
+        ops = [*QUANTIZED_OPS, "Gather"] if int8_embeddings else QUANTIZED_OPS
         quantize_dynamic(str(fused), str(work / onnx_file(True)), weight_type=QuantType.QInt8, per_channel=True,
-                         reduce_range=True, op_types_to_quantize=QUANTIZED_OPS,
+                         reduce_range=True, op_types_to_quantize=ops,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         fused.unlink()

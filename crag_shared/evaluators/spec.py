@@ -23,6 +23,7 @@ from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
 from .onnx_embedding import OnnxEmbeddingEvaluator
+from .reader import ReaderEvaluator
 from .t5 import T5Evaluator
 
 #: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
@@ -57,6 +58,13 @@ def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvalu
                 lambda e: e.model_name or "", placeholder="PATH_OR_ID", accepts=lambda e: e.unit == unit)
 
 
+def _reader(target: str, **kwargs: Any) -> ReaderEvaluator:
+    """The shipped reader, or a reader export of your own at `target`."""
+    if target:
+        _must_exist(f"reader:{target}", target)
+    return ReaderEvaluator(target or None, **kwargs)
+
+
 def _combination(target: str, **kwargs: Any) -> CombinedEvaluator:
     shipped = SHIPPED_COMBINATIONS / f"{target}.json"
     if "/" in target or not shipped.is_file():
@@ -89,6 +97,8 @@ def _judge(target: str, *, llm: LLM | None = None, **kwargs: Any) -> LLMEvaluato
 
 EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
     Kind("lexical", "none", lambda target, **kwargs: LexicalEvaluator(**kwargs), LexicalEvaluator, lambda e: ""),
+    Kind("reader", "optional", _reader, ReaderEvaluator, lambda e: "" if e.shipped else e.model_name,
+         placeholder="PATH"),
     _model("t5", T5Evaluator),
     _model("cross-encoder", CrossEncoderEvaluator, aliases=("cross_encoder", "ce")),
     _model("onnx", OnnxCrossEncoderEvaluator),
