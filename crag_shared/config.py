@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from .language import check_language
+from .text.analysis import check_language
 
 #: How retrieved passages (or web paragraphs) become strips (paper section 4.4; `StripRefiner`'s modes).
 RefineMode = Literal["fixed_num", "excerption", "selection"]

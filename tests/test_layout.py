@@ -171,6 +171,29 @@ def test_the_llamaindex_wheel_also_installs_llama_index_postprocessor_crag(tmp_p
     assert shown.stdout.split() == ["crag_llamaindex.postprocessor", "True"]
 
 
+def test_the_core_wheel_ships_the_language_tables(tmp_path):
+    """Every table of the text wing is in the crag-shared wheel, and the wheel's own copy reads them."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from crag_shared.text.words import STOPWORDS
+
+    pytest.importorskip("hatchling")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                    str(ROOT / "crag_shared")], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("crag_shared-*.whl"))
+    tables = {str(p.relative_to(ROOT)) for p in (ROOT / "crag_shared" / "text" / "tables").rglob("*.txt")}
+    assert len(tables) > 10 and tables <= set(zipfile.ZipFile(wheel).namelist())
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import crag_shared.text as text; "
+            "print(text.__file__.startswith(sys.argv[1]), text.Reading('Where was Ada Lovelace born?').kind, "
+            "len(text.analyzer('en').stopwords))")
+    shown = subprocess.run([sys.executable, "-I", "-c", code, str(target)], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["True", "place", str(len(STOPWORDS))]
+
+
 # -- layers: the picture in docs/layout.md is drawn from these same imports (tests/layering.py) ---------------
 
 def test_no_import_circles_between_files_or_rooms():

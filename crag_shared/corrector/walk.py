@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator
-from ..evaluators.reading import underspecified
 from ..evaluators.spec import describe
-from ..language import resolve
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
-from ..text import titled
+from ..text.detection import resolve
+from ..text.reading import underspecified
+from ..text.words import titled
 from ..trace import (
     Abstained,
     BelowLower,
