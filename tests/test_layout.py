@@ -70,6 +70,17 @@ def test_the_adapters_reach_the_core_through_its_adapter_module_only():
         assert all(m.startswith(("crag_shared.adapter", "crag_shared.testing")) for m in support), support
 
 
+def test_the_corrector_takes_from_the_evaluators_only_their_protocol_and_spec_table():
+    """The walk judges with any evaluator: it needs the protocol and `Evaluation` (`base.py`) and the table that
+    builds an evaluator from its spec and names one back (`spec.py`: the default, a spec string, `describe`).
+    A backend or the English reading (lexical, t5, embedding...) would make one evaluator's knowledge
+    everyone's; what the walk knows about language comes from the text wing."""
+    allowed = {"crag_shared.evaluators.base", "crag_shared.evaluators.spec"}
+    offenders = {module: sorted(t for t in targets if t.startswith("crag_shared.evaluators") and t not in allowed)
+                 for module, targets in layering.file_graph().items() if module.startswith("crag_shared.corrector")}
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+
+
 def test_the_runtime_uses_no_private_attribute_of_a_library():
     """Private attributes (`transport._pool`, `response._content`) change without notice between releases;
     a private attribute used on anything but `self` must be one that our own code defines."""

@@ -15,7 +15,6 @@ from typing import Literal, TypeVar
 from ..aio import in_thread
 from ..config import CRAGConfig
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
-from ..evaluators.lexical import LexicalEvaluator
 from ..evaluators.spec import describe, evaluator_from_spec
 from ..llm import LLM
 from ..policy import ActionPolicy
@@ -41,7 +40,8 @@ from .protocol import (
 from .walk import Walks
 
 T = TypeVar("T")
-_LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
+#: The default fallback evaluator, built by its spec: stateless, so one instance serves all.
+_LEXICAL = evaluator_from_spec("lexical")
 
 
 def _evaluator(value: RetrievalEvaluator | str | None, name: str) -> RetrievalEvaluator | None:
@@ -99,7 +99,7 @@ class Corrector(Walks):
             raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
         evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator"),
                                          _evaluator(fallback_evaluator, "fallback_evaluator"))
-        self.evaluator = evaluator or LexicalEvaluator()
+        self.evaluator = evaluator or evaluator_from_spec("lexical")
         self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
         self.refiner = refiner or StripRefiner("excerption")
         self.web_refiner = web_refiner or StripRefiner("selection")
