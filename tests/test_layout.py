@@ -79,6 +79,8 @@ def test_the_corrector_takes_from_the_evaluators_only_their_protocol_and_spec_ta
     offenders = {module: sorted(t for t in targets if t.startswith("crag_shared.evaluators") and t not in allowed)
                  for module, targets in layering.file_graph().items() if module.startswith("crag_shared.corrector")}
     assert {module: targets for module, targets in offenders.items() if targets} == {}
+    walk = layering.file_graph()["crag_shared.corrector.walk"]
+    assert "crag_shared.text.follow_up" in walk  # the follow-up rule, from the text wing
 
 
 def test_the_runtime_uses_no_private_attribute_of_a_library():
@@ -199,10 +201,10 @@ def test_the_core_wheel_ships_the_language_tables(tmp_path):
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import crag_shared.text as text; "
-            "print(text.__file__.startswith(sys.argv[1]), text.Reading('Where was Ada Lovelace born?').kind, "
-            "len(text.analyzer('en').stopwords))")
+            "print(text.__file__.startswith(sys.argv[1]), text.follow_up_pronoun('Wann wurde sie geboren?', 'de'), "
+            "len(text.analyzer('en').stopwords), ' '.join(text.follow_up_languages()))")
     shown = subprocess.run([sys.executable, "-I", "-c", code, str(target)], capture_output=True, text=True, check=True)
-    assert shown.stdout.split() == ["True", "place", str(len(STOPWORDS))]
+    assert shown.stdout.split() == ["True", "sie", str(len(STOPWORDS)), "de", "en", "es", "fr"]
 
 
 # -- layers: the picture in docs/layout.md is drawn from these same imports (tests/layering.py) ---------------

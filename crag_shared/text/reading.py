@@ -192,24 +192,6 @@ class Reading:
         return bool(_DESCRIPTION.search(sentence))
 
 
-_PRONOUNS = word_set("en", "pronouns")
-
-
-def underspecified(question: str) -> str | None:
-    """The pronoun that stands for the question's subject when the question names nothing else it could be
-    about ("When was he born?": "he"), else None: such a chat follow-up cannot be judged on its own, since
-    any passage about anyone born matches it. A question with a name, a number or a content word beyond
-    its relation ("When was the bridge opened?") is specified."""
-    tokens = words(question)
-    pronoun = next((w.lower() for w in tokens if w.lower() in _PRONOUNS), None)
-    if pronoun is None:
-        return None
-    reading = Reading(question)
-    if reading.entity or len(reading.relation) > 1:
-        return None
-    return pronoun
-
-
 def _name_runs(text: str) -> list[list[str]]:
     """Runs of capitalised words as written (particles such as "van", initials and quoted nicknames inside);
     any other punctuation between two words ends a run ("John Finlay (April 22, 1837)")."""
