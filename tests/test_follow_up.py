@@ -113,3 +113,20 @@ def test_the_ambiguous_floor_reads_the_questions_language():
     assert ambiguous_floor("Wann wurde sie geboren?", 0.3, "de") == ABOVE_EVERY_SCORE
     assert ambiguous_floor("Wann wurde sie geboren?", 0.3) == 0.3  # English by default: no English pronoun
     assert ambiguous_floor("Wann wurde Marie Curie geboren?", 0.3, "de") == 0.3
+
+
+def test_the_haystack_router_stamps_a_german_follow_up_above_every_score():
+    """Ambiguous without web knowledge keeps only strips above the floor the router stamps for the gate: for a
+    follow-up in the router's language, above every score."""
+    pytest.importorskip("haystack")
+    from haystack import Document
+
+    from crag_haystack import RetrievalRouter
+
+    documents = [Document(content=text) for text in BIOGRAPHIES[:2]]
+    german = RetrievalRouter(language="de").run(query="Wann wurde sie geboren?", documents=documents)
+    assert german["action"] == "ambiguous"
+    assert {d.meta["crag_keep_at"] for d in german["ambiguous"]} == {ABOVE_EVERY_SCORE}
+    english = RetrievalRouter().run(query="Wann wurde sie geboren?", documents=documents)
+    assert english["action"] == "ambiguous" and ABOVE_EVERY_SCORE not in {d.meta["crag_keep_at"]
+                                                                           for d in english["ambiguous"]}

@@ -85,8 +85,8 @@ class RetrievalRouter(Lifecycle):
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
             to be kept if the web gives no knowledge).
-        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
-            (each question's language, detected).
+        :param language: what text is analyzed as, and whose follow-up table questions are read with: an
+            ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto" (each question's language, detected).
         """
         self.on_web_failure = on_web_failure
         spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
