@@ -14,7 +14,9 @@ and checks a passage for both:
   starts and ends with the same words (middle names and initials allowed), not only its surname or inside
   a longer name ("Charles Harrison Mason" is not "Charles Harrison").
 
-Each check that fails is a short reason (`Assessment.reason`) that the trace carries.
+Each check that fails is a short reason (`Assessment.reason`) that the trace carries. The English words it
+reads by (irregular forms, answer kinds, months, number words, name particles...) are the tables in
+`tables/en/`.
 """
 
 from __future__ import annotations
