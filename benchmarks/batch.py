@@ -14,8 +14,8 @@ from typing import TextIO
 from crag_shared.config import CRAGConfig
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import evaluator_from_spec, evaluator_spec
-from crag_shared.sentences import sentence_spans
 from crag_shared.testing import FakeWeb
+from crag_shared.text.sentences import sentence_spans
 from crag_shared.tools.batch import run as run_locally
 from crag_shared.types import CorrectionResult
 

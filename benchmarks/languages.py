@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crag_shared.evaluators.lexical import LexicalEvaluator
-from crag_shared.language import clear_text_caches
-from crag_shared.text import char_bigrams
+from crag_shared.text.analysis import clear_text_caches
+from crag_shared.text.words import char_bigrams
 from crag_shared.tools.data import Pair, auroc
 
 from .near_miss import half

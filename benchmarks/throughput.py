@@ -23,7 +23,7 @@ from crag_shared.evaluators.llm import LLMEvaluator
 from crag_shared.evaluators.onnx import OnnxCrossEncoderEvaluator
 from crag_shared.evaluators.t5 import T5Evaluator
 from crag_shared.llm import FunctionLLM
-from crag_shared.sentences import sentence_spans
+from crag_shared.text.sentences import sentence_spans
 from crag_shared.trace import Refined
 
 

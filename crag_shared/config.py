@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from .language import check_language
+from .text.analysis import check_language
 
 #: How retrieved passages (or web paragraphs) become strips (paper section 4.4; `StripRefiner`'s modes).
 RefineMode = Literal["fixed_num", "excerption", "selection"]
@@ -34,7 +34,8 @@ class CRAGConfig:
     abstain) or "keep" (the internal passages' best strips, flagged). `max_keywords` bounds the search
     rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator fails at run
     time. `language` (ISO 639-1, or "auto" to detect each question's) is what the lexical and embedding
-    evaluators, the strip refiners and the offline keyword rewrite analyze text as. Every Corrector setting
+    evaluators, the strip refiners and the offline keyword rewrite analyze text as, and the language whose
+    follow-up table the Corrector reads questions with (`crag_shared.text.follow_up`). Every Corrector setting
     is here, under the name the Haystack components use too.
     """
 

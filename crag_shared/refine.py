@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .language import check_language, resolve
-from .sentences import sentence_spans
-from .text import word_count
+from .text.analysis import check_language
+from .text.detection import resolve
+from .text.sentences import sentence_spans
+from .text.words import word_count
 from .types import Origin, Passage, Strip
 
 Mode = Literal["fixed_num", "excerption", "selection"]

@@ -6,9 +6,11 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .language import TOKENS, Analyzer, analyzer, check_language, resolve
 from .llm import LLM, NoLLMConfigured, check_llm
-from .text import STOPWORDS, fold
+from .text.analysis import TOKENS, Analyzer, analyzer, check_language
+from .text.detection import resolve
+from .text.knowledge import table_words, word_set
+from .text.words import STOPWORDS, fold
 
 #: The paper's few-shot prompt (Appendix A, Table 5); `{question}` is filled in.
 PAPER_REWRITE_PROMPT = """Extract at most three keywords separated by comma from the following dialogues and \
@@ -45,20 +47,18 @@ class Rewrite:
 # jieba when it is installed, and only multi-character stopwords and grammatical particles end a phrase
 # without it; a middle dot joins a transliterated name), "エッフェル塔" (adjacent katakana and kanji stay one).
 
-#: Chinese particles that end a phrase even when no segmenter is installed (single characters of the stopword
-#: lists are otherwise kept: many are also parts of names, such as 尔 in 埃菲尔 or 巴 in 奥巴马).
-PARTICLES = frozenset("的了是在和与及或吗呢吧啊也都就又被把从对向于为以之而")
-#: What may stand between two parts of a CJK name.
-NAME_DOTS = frozenset("·・•")
-#: The lower-case words that may stand inside a name between capitalised words: nobiliary and patronymic
-#: particles, and "of the" of titles ("Bank of England", "The Lord of the Rings").
-NAME_PARTICLES = frozenset("von van der den de da di del della du des la le bin ibn al mac ap zu dos das do ten ter "
-                           "of the".split())
+#: Chinese particles that end a phrase even when no segmenter is installed (`tables/zh/particles.txt`).
+PARTICLES = word_set("zh", "particles")
+#: What may stand between two parts of a CJK name (`tables/mul/name_dots.txt`).
+NAME_DOTS = word_set("mul", "name_dots")
+#: The lower-case words that may stand inside a name between capitalised words (`tables/mul/name_links.txt`):
+#: nobiliary and patronymic particles, and "of the" of titles ("Bank of England", "The Lord of the Rings").
+NAME_PARTICLES = word_set("mul", "name_links")
 
 
-#: jieba's part-of-speech tags that end a phrase: pronouns and question words (r), prepositions (p), particles
-#: (u...), conjunctions (c), modal particles (y), interjections (e), punctuation (x).
-STOP_TAGS = ("r", "p", "u", "c", "y", "e", "x")
+#: jieba's part-of-speech tags that end a phrase (`tables/zh/phrase_end_tags.txt`): pronouns and question
+#: words, prepositions, particles, conjunctions, modal particles, interjections, punctuation.
+STOP_TAGS = table_words("zh", "phrase_end_tags")
 
 
 def _segmented(analyzer: Analyzer, run: str) -> Iterator[tuple[str, bool, bool]]:

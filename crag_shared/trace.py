@@ -103,13 +103,16 @@ class EvaluatorNote(Step):
 @dataclass(frozen=True)
 class Decided(Step):
     """The action, the thresholds and the best score that decided it, and why the action is not the one
-    the scores alone give, when it is not (`why`)."""
+    the scores alone give, when it is not (`why`). `follow_up`: for a question its scores judge Correct, the
+    language whose follow-up table it was read with, or "" where that language has none (a question that names
+    no one but a pronoun is then not caught); None when the scores judge it otherwise."""
     name: ClassVar[str] = "decide"
     action: str
     upper: float
     lower: float
     max_score: float | None
     why: str = ""
+    follow_up: str | None = None
 
 
 @dataclass(frozen=True)

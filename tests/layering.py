@@ -1,7 +1,8 @@
 """The house's layers, read from the code's imports: rooms, their floors, circles, and the picture in the docs.
 
-A room is one folder of `crag_shared` (corrector/, evaluators/, web/, tools/, testing/, demo/), one top-level
-module of it, one adapter package, or benchmarks/. A room's floor is one above the highest room it imports.
+A room is one folder of `crag_shared` (corrector/, evaluators/, web/, tools/, testing/, demo/, calibration/,
+text/), one top-level module of it, one adapter package, or benchmarks/. A room's floor is one above the highest
+room it imports.
 Every import counts: at the top of a file, inside a function, or for typing only.
 
 `python tests/layering.py` rewrites docs/layout.svg; tests/test_layout.py fails when it is out of date.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("crag_shared", "crag_llamaindex", "crag_haystack", "benchmarks")
-FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo", "calibration")
+FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo", "calibration", "text")
 PICTURE = ROOT / "docs" / "layout.svg"
 
 

@@ -6,9 +6,10 @@ import pytest
 
 from crag_shared import Corrector, CRAGConfig, LexicalEvaluator, StripRefiner
 from crag_shared.corrector.configured import config_evaluator
-from crag_shared.language import analyzer, detect_language
 from crag_shared.rewrite import QueryRewriter, keyword_query
-from crag_shared.sentences import sentence_spans
+from crag_shared.text.analysis import analyzer
+from crag_shared.text.detection import detect_language
+from crag_shared.text.sentences import sentence_spans
 
 ZH_QUESTION = "CRAG 的检索评估器用哪个模型初始化并微调？"
 ZH_RELEVANT = "具体而言,采用 T5-large 进行检索评估器的初始化并进行微调。其参数规模远小于当前的大模型。"
@@ -24,7 +25,7 @@ DE_OTHER = "Wildbienen leben meist allein und bauen ihre Nester im Boden."
 
 # -- tokens -----------------------------------------------------------------------------------------------
 def test_chinese_is_matched_by_bigrams_cut_at_stopwords():
-    from crag_shared.language import Analyzer
+    from crag_shared.text.analysis import Analyzer
 
     tokens = Analyzer("zh", segmenter=False).tokens(ZH_QUESTION)
     content = [t.term for t in tokens if not t.stop]
@@ -55,7 +56,7 @@ def test_european_words_are_stemmed_without_accents():
 
 
 def test_english_analysis_is_unchanged():
-    from crag_shared.text import STOPWORDS, fold, words
+    from crag_shared.text.words import STOPWORDS, fold, words
 
     text = "What is Henry Feilden's occupation in the 1850s?"
     assert [t.term for t in analyzer("en").tokens(text)] == [fold(w) for w in words(text)]
@@ -80,7 +81,7 @@ def test_the_lexical_evaluator_ranks_the_answer_first_in_its_language_and_auto(l
 def test_the_default_warns_once_when_it_meets_another_script(caplog):
     import logging
 
-    from crag_shared import language as languages
+    from crag_shared.text import detection as languages
 
     languages._TOLD.clear()
     with caplog.at_level(logging.WARNING, logger="crag"):

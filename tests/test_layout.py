@@ -70,6 +70,19 @@ def test_the_adapters_reach_the_core_through_its_adapter_module_only():
         assert all(m.startswith(("crag_shared.adapter", "crag_shared.testing")) for m in support), support
 
 
+def test_the_corrector_takes_from_the_evaluators_only_their_protocol_and_spec_table():
+    """The walk judges with any evaluator: it needs the protocol and `Evaluation` (`base.py`) and the table that
+    builds an evaluator from its spec and names one back (`spec.py`: the default, a spec string, `describe`).
+    A backend or the English reading (lexical, t5, embedding...) would make one evaluator's knowledge
+    everyone's; what the walk knows about language comes from the text wing."""
+    allowed = {"crag_shared.evaluators.base", "crag_shared.evaluators.spec"}
+    offenders = {module: sorted(t for t in targets if t.startswith("crag_shared.evaluators") and t not in allowed)
+                 for module, targets in layering.file_graph().items() if module.startswith("crag_shared.corrector")}
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+    walk = layering.file_graph()["crag_shared.corrector.walk"]
+    assert "crag_shared.text.follow_up" in walk  # the follow-up rule, from the text wing
+
+
 def test_the_runtime_uses_no_private_attribute_of_a_library():
     """Private attributes (`transport._pool`, `response._content`) change without notice between releases;
     a private attribute used on anything but `self` must be one that our own code defines."""
@@ -169,6 +182,29 @@ def test_the_llamaindex_wheel_also_installs_llama_index_postprocessor_crag(tmp_p
             "sys.modules['crag_llamaindex'].__file__.startswith(sys.argv[1]))")
     shown = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["crag_llamaindex.postprocessor", "True"]
+
+
+def test_the_core_wheel_ships_the_language_tables(tmp_path):
+    """Every table of the text wing is in the crag-shared wheel, and the wheel's own copy reads them."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from crag_shared.text.words import STOPWORDS
+
+    pytest.importorskip("hatchling")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                    str(ROOT / "crag_shared")], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("crag_shared-*.whl"))
+    tables = {str(p.relative_to(ROOT)) for p in (ROOT / "crag_shared" / "text" / "tables").rglob("*.txt")}
+    assert len(tables) > 10 and tables <= set(zipfile.ZipFile(wheel).namelist())
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import crag_shared.text as text; "
+            "print(text.__file__.startswith(sys.argv[1]), text.follow_up_pronoun('Wann wurde sie geboren?', 'de'), "
+            "len(text.analyzer('en').stopwords), ' '.join(text.follow_up_languages()))")
+    shown = subprocess.run([sys.executable, "-I", "-c", code, str(target)], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["True", "sie", str(len(STOPWORDS)), "de", "en", "es", "fr"]
 
 
 # -- layers: the picture in docs/layout.md is drawn from these same imports (tests/layering.py) ---------------

@@ -4,7 +4,7 @@ LlamaIndex and Haystack classes, and the trace says which signal did it; in-corp
 import pytest
 
 from crag_shared import Action, Corrector, LexicalEvaluator, StripRefiner
-from crag_shared.evaluators.reading import Reading, answer_kind, relation_key
+from crag_shared.text.reading import Reading, answer_kind, relation_key
 
 # Written for these tests (the benchmark's own sets stay in benchmarks/near_miss).
 QUESTION = "Where was Grace Hopper born?"

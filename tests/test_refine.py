@@ -100,7 +100,7 @@ def test_precompiled_patterns_split_exactly_like_sentence_splitter(bench_dir):
     import regex
     import sentence_splitter
 
-    from crag_shared.sentences import splitter_for
+    from crag_shared.text.sentences import splitter_for
 
     fast = splitter_for("en")
     assert type(fast).__module__ == "crag_shared._sentence_splitter"  # our private, compiled-pattern copy
@@ -133,7 +133,7 @@ def test_max_strip_chars_is_a_checked_setting():
 
 
 def test_long_texts_are_split_in_bounded_pieces_with_the_same_sentences():
-    from crag_shared.sentences import SPLIT_PIECE_CHARS, _piece_spans, _pieces, sentence_spans
+    from crag_shared.text.sentences import SPLIT_PIECE_CHARS, _piece_spans, _pieces, sentence_spans
 
     sentences = [f"Sentence number {i} tells of Paris and the Seine." for i in range(3000)]
     text = " ".join(sentences)  # ~150,000 characters

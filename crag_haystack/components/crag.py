@@ -91,8 +91,8 @@ class CRAG(Lifecycle):
         :param max_keywords: at most this many search keywords.
         :param fallback_evaluator: the evaluator spec used when the evaluator fails at run time (None: raise).
         :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
-        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
-            (each question's language, detected).
+        :param language: what text is analyzed as, and whose follow-up table questions are read with: an
+            ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto" (each question's language, detected).
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         """

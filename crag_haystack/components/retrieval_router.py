@@ -85,8 +85,8 @@ class RetrievalRouter(Lifecycle):
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
             to be kept if the web gives no knowledge).
-        :param language: what text is analyzed as: an ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto"
-            (each question's language, detected).
+        :param language: what text is analyzed as, and whose follow-up table questions are read with: an
+            ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto" (each question's language, detected).
         """
         self.on_web_failure = on_web_failure
         spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
@@ -140,7 +140,8 @@ class RetrievalRouter(Lifecycle):
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
                     "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
         # Ambiguous without web knowledge keeps only strips that would be Correct: the gate reads the floor
-        stamp = ({"crag_keep_at": ambiguous_floor(query, judgment.thresholds[0])}
+        stamp = ({"crag_keep_at": ambiguous_floor(query, judgment.thresholds[0],
+                                                  self._corrector.question_language(query))}
                  if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else {})
         routed = [scored_copy(d, s, crag_action=action.value, **stamp) for d, s in zip(documents, judgment.scores)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"

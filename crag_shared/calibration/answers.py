@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import checked_file
-from ..scripts import has_cjk
+from ..text.writing_systems import has_cjk
 from ..types import Passage
 
 #: The largest question–answer or retrieved-passages file read (a JSONL of questions, not a corpus).

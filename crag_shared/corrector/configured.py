@@ -63,4 +63,4 @@ def corrector_parts(config: CRAGConfig, llm: LLM | None = None,
             "rewriter": QueryRewriter(llm, max_keywords=config.max_keywords, language=config.language),
             "web_refiner": config_refiner(config, web=True), "web_top_k": config.web_top_k,
             "on_web_failure": config.on_web_failure, "fallback_evaluator": fallback,
-            "score_titles": config.score_titles}
+            "score_titles": config.score_titles, "language": config.language}

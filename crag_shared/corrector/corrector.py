@@ -15,12 +15,12 @@ from typing import Literal, TypeVar
 from ..aio import in_thread
 from ..config import CRAGConfig
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
-from ..evaluators.lexical import LexicalEvaluator
 from ..evaluators.spec import describe, evaluator_from_spec
 from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
+from ..text.analysis import check_language
 from ..types import CorrectionResult, FailedCorrection, Judgment, Passage, Refinement, WebOutcome
 from ..web.base import WebSearch
 from .checks import check_query, checked_response
@@ -41,7 +41,8 @@ from .protocol import (
 from .walk import Walks
 
 T = TypeVar("T")
-_LEXICAL = LexicalEvaluator()  # the default fallback evaluator: stateless, so one instance serves all
+#: The default fallback evaluator, built by its spec: stateless, so one instance serves all.
+_LEXICAL = evaluator_from_spec("lexical")
 
 
 def _evaluator(value: RetrievalEvaluator | str | None, name: str) -> RetrievalEvaluator | None:
@@ -52,6 +53,12 @@ def _evaluator(value: RetrievalEvaluator | str | None, name: str) -> RetrievalEv
     if isinstance(value, str):
         return evaluator_from_spec(value)
     raise TypeError(f"{name} must be a RetrievalEvaluator or an evaluator spec string, got {type(value).__name__}")
+
+
+def _language_of(evaluator: RetrievalEvaluator) -> str:
+    """The language an evaluator analyzes text in (its `language`), else English."""
+    code = getattr(evaluator, "language", None)
+    return code if isinstance(code, str) else "en"
 
 
 class Corrector(Walks):
@@ -75,6 +82,10 @@ class Corrector(Walks):
     scores instead, with its own thresholds; an `EvaluatorConfigurationError` (a model that cannot
     load) is never hidden that way. Every fallback is recorded in `result.trace.fallbacks`.
     `score_titles=True` scores "title: text" when a passage has a title the text does not start with.
+    `language` (ISO 639-1, or "auto" to detect each question's) is the questions' language for the follow-up
+    rule (`crag_shared.text.follow_up`: a question that names no one but a pronoun is judged Ambiguous at
+    most, in the languages with a follow-up table); by default the evaluator's own `language` when it
+    analyzes text, else English.
     """
 
     def __init__(
@@ -90,6 +101,7 @@ class Corrector(Walks):
         on_web_failure: Literal["keep", "drop"] = "drop",
         fallback_evaluator: RetrievalEvaluator | str | None = _LEXICAL,
         score_titles: bool = False,
+        language: str | None = None,
     ) -> None:
         if on_web_failure not in ("keep", "drop"):
             raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
@@ -99,7 +111,7 @@ class Corrector(Walks):
             raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
         evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator"),
                                          _evaluator(fallback_evaluator, "fallback_evaluator"))
-        self.evaluator = evaluator or LexicalEvaluator()
+        self.evaluator = evaluator or evaluator_from_spec("lexical")
         self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
         self.refiner = refiner or StripRefiner("excerption")
         self.web_refiner = web_refiner or StripRefiner("selection")
@@ -109,6 +121,7 @@ class Corrector(Walks):
         self.on_web_failure = on_web_failure
         self.fallback_evaluator = fallback_evaluator
         self.score_titles = score_titles
+        self.language = check_language(language) if language is not None else _language_of(self.evaluator)
         self._told_no_web = False
 
     @classmethod

@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator
-from ..evaluators.reading import underspecified
 from ..evaluators.spec import describe
-from ..language import resolve
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
-from ..text import titled
+from ..text.detection import resolve
+from ..text.follow_up import follow_up_pronoun, has_follow_up_table
+from ..text.words import titled
 from ..trace import (
     Abstained,
     BelowLower,
@@ -87,7 +87,13 @@ class Walks:
     on_web_failure: str
     fallback_evaluator: RetrievalEvaluator | None
     score_titles: bool
+    language: str
     _told_no_web: bool
+
+    def question_language(self, query: str) -> str:
+        """The language the follow-up rule reads `query` in: the Corrector's `language`, "auto" detected and
+        the default "en" switched by a Chinese or Japanese script, as the lexical evaluator does."""
+        return resolve(self.language, query, tell=False)
 
     def _walk(self, query: str, passages: Sequence[str | Passage]) -> Walk:
         started = time.perf_counter()
@@ -149,6 +155,8 @@ class Walks:
         internal = internal or []
         external: list[Strip] = []
         web_missing: str | None = None
+        strict_floor = (ambiguous_floor(query, state.policy.upper, self.question_language(query))
+                        if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None)
         if action is Action.UNJUDGED:
             web = None
         if web is not None:
@@ -161,7 +169,7 @@ class Walks:
                 web_missing = web.failure if web is not None else (
                     NO_WEB_SEARCH if self.web_search is None else "web search was not run")
                 keep = action is Action.INCORRECT and self.on_web_failure == "keep"
-                strict = action is Action.AMBIGUOUS and self.on_web_failure == "drop"
+                strict = strict_floor is not None
                 applied = ("kept the internal passages' best strips (flagged)" if keep
                            else "abstained: the internal passages were judged irrelevant and dropped"
                            if action is Action.INCORRECT
@@ -174,13 +182,11 @@ class Walks:
                 if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
-                elif strict:
-                    floor = max(ambiguous_floor(query, state.policy.upper), self.refiner.threshold)
+                elif strict_floor is not None:
+                    floor = max(strict_floor, self.refiner.threshold)
                     internal = [strip for strip in internal if strip.score >= floor]
 
         knowledge = internal + external
-        strict_floor = (ambiguous_floor(query, state.policy.upper)
-                        if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None)
         abstention = None if knowledge else abstention_for(action, web_missing, strict_floor)
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
@@ -219,13 +225,16 @@ class Walks:
         trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else []))
         action = state.policy.decide(valid_scores)
         upper, lower = state.policy.upper, state.policy.lower
-        why = ""
-        pronoun = underspecified(query) if action is Action.CORRECT else None
-        if pronoun is not None:  # a chat follow-up on its own: the passages cannot be judged against it
-            action = Action.AMBIGUOUS
-            why = (f"the question names no one but '{pronoun}': judged at most Ambiguous (give CRAG the "
-                   "standalone question, e.g. a chat engine's condensed question)")
-        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None), why))
+        why, follow_up = "", None
+        if action is Action.CORRECT:  # a chat follow-up on its own: the passages cannot be judged against it
+            language = self.question_language(query)
+            follow_up = language if has_follow_up_table(language) else ""
+            pronoun = follow_up_pronoun(query, language)
+            if pronoun is not None:
+                action = Action.AMBIGUOUS
+                why = (f"the question names no one but '{pronoun}': judged at most Ambiguous (give CRAG the "
+                       "standalone question, e.g. a chat engine's condensed question)")
+        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None), why, follow_up))
         if action is not Action.CORRECT:
             kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
             trace.add(PassagesFiltered(action.value, kept, [BelowLower(i, items[i].id, scores[i])
@@ -335,11 +344,12 @@ def ms_since(started: float) -> float:
 ABOVE_EVERY_SCORE = 2.0
 
 
-def ambiguous_floor(query: str, upper: float) -> float:
+def ambiguous_floor(query: str, upper: float, language: str = "en") -> float:
     """What an Ambiguous query's internal strips must score to be kept without web knowledge: the upper
-    threshold (as Correct would), or, for a question that names no one but a pronoun, `ABOVE_EVERY_SCORE`.
-    The core's walk and the Haystack router (which stamps it for the gate) both take it from here."""
-    return ABOVE_EVERY_SCORE if underspecified(query) else upper
+    threshold (as Correct would), or, for a question that names no one but a pronoun in `language` (a code:
+    `Corrector.question_language`; see `crag_shared.text.follow_up`), `ABOVE_EVERY_SCORE`. The core's walk
+    and the Haystack router (which stamps it for the gate) both take it from here."""
+    return ABOVE_EVERY_SCORE if follow_up_pronoun(query, language) else upper
 
 
 def abstention_for(action: Action, web_missing: str | None, upper: float | None = None) -> Abstention:

@@ -16,8 +16,10 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..language import QuestionWords, check_language, resolve
-from ..sentences import sentence_spans
+from ..text.analysis import check_language
+from ..text.detection import resolve
+from ..text.measure import QuestionWords
+from ..text.sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
 from .hf import pick_device, require_torch

@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from ..language import CJK_LANGUAGES, QuestionWords, check_language, resolve, switch_note
-from ..sentences import sentence_spans
+from ..text.analysis import CJK_LANGUAGES, check_language
+from ..text.detection import resolve, switch_note
+from ..text.measure import QuestionWords
+from ..text.reading import Reading
+from ..text.sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
-from .reading import Reading
 
 #: How much a text loses when no sentence of it states the question's relation with an answer of the asked
 #: kind (scaled by how much is missing), and when it does not name the question's entity in full. Fitted
@@ -49,7 +51,7 @@ class LexicalEvaluator(RetrievalEvaluator):
     qa_pairs train, never on PopQA (figures in docs: Benchmarks). `sentence_weight=0` is the text alone.
 
     `language` (ISO 639-1, default "en"; "auto": the question's, detected) picks the tokens, stopwords
-    and stems (see `crag_shared.language`): Chinese and Japanese are matched by character bigrams, other
+    and stems (see `crag_shared.text.analysis`): Chinese and Japanese are matched by character bigrams, other
     languages by stemmed words.
 
     Where it fails: it cannot see paraphrase or synonyms ("born" vs "birthplace"), negation, or whether

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from ..evaluators.hf import require_torch
-from ..text import content_terms
+from ..text.words import content_terms
 from .engines import ANSWER_FAULTS, BAD_ENTRIES, ROUTES, failure, request_key, results
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>"]

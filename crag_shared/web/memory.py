@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..language import QuestionWords
+from ..text.measure import QuestionWords
 from ..types import WebResult, WebSearchResponse
 from .base import check_search, split_paragraphs, titled_paragraphs
 

@@ -1,4 +1,4 @@
-"""Small text utilities shared by the lexical evaluator, the keyword rewriter and the refiner."""
+"""Words and folding: the tokens, the light English fold and the character grams every analysis starts from."""
 
 from __future__ import annotations
 
@@ -6,21 +6,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .knowledge import word_set
+
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
 
-# Function words and question words: they say nothing about which passage answers a question.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most
-    my myself no nor not now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom whose why will
-    with would you your yours yourself yourselves also may might must shall many much one ones get got
-    name named called kind type
-    """.split()
-)
+#: English stopwords (`tables/en/stopwords.txt`): function words and question words say nothing about which
+#: passage answers a question.
+STOPWORDS = word_set("en", "stopwords")
 
 
 @lru_cache(maxsize=200_000)

@@ -1,5 +1,6 @@
-"""What a text's script says about it, decided in C and from its start: Chinese and Japanese by kana and Han,
-and whether most letters are outside the Latin script."""
+"""Writing systems: what a text's script says about it, decided in C and from its start (Chinese and Japanese by
+kana and Han, and whether most letters are outside the Latin script), and the character ranges of the scripts
+written without spaces."""
 
 from __future__ import annotations
 

@@ -14,7 +14,9 @@ and checks a passage for both:
   starts and ends with the same words (middle names and initials allowed), not only its surname or inside
   a longer name ("Charles Harrison Mason" is not "Charles Harrison").
 
-Each check that fails is a short reason (`Assessment.reason`) that the trace carries.
+Each check that fails is a short reason (`Assessment.reason`) that the trace carries. The English words it
+reads by (irregular forms, answer kinds, months, number words, name particles...) are the tables in
+`tables/en/`.
 """
 
 from __future__ import annotations
@@ -24,57 +26,43 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..sentences import sentence_spans
-from ..text import STOPWORDS, fold, words
+from .knowledge import table_keys, table_lines, table_words, word_set
+from .sentences import sentence_spans
+from .words import STOPWORDS, fold, words
 
 Kind = str  # "place" | "time" | "person" | "number" | "description"
 
-_IRREGULAR_FORMS = {
-    "born": "born birth births birthplace birthday native",
-    "die": "die died dies dying death dead deceased",
-    "write": "write wrote written writes writing writer author authored compose composed composer",
-    "sink": "sink sank sunk sinking", "fall": "fall fell fallen falls",
-    "begin": "begin began begun begins beginning start started starts outbreak",
-    "build": "build built builder building construct constructed construction",
-    "lead": "lead led leader leads", "win": "win won winner wins winning", "take": "take took taken",
-    "become": "become became", "give": "give gave given", "sing": "sing sang sung singer",
-    "speak": "speak spoke spoken speaker", "make": "make made maker",
-    "found": "found founded founder founders founding co-founded cofounded establish established",
-    "design": "design designed designer architect", "marry": "marry married marriage wife husband spouse",
-    "kill": "kill killed assassinate assassinated assassination murder murdered",
-}
-IRREGULAR = {form: canon for canon, forms in _IRREGULAR_FORMS.items() for form in forms.split()}
+#: A relation word's form -> the key all its forms share (`tables/en/irregular_forms.txt`).
+IRREGULAR = {form: canon for canon, forms in table_keys("en", "irregular_forms") for form in forms.split()}
 #: Attributes a description answers ("X was an English poet"): the word itself is rarely in the passage.
-DESCRIBED = frozenset({"occupation", "profession", "job", "genre", "religion", "nationality", "sport", "position",
-                       "career", "living"})
+DESCRIBED = word_set("en", "described")
 #: How much of a text is read for the relation and the name: far more than a strip or a prompt holds.
 READ_CHARS = 100_000
-_PARTICLES = frozenset({"de", "da", "del", "della", "der", "den", "di", "du", "van", "von", "la", "le", "bin", "al",
-                        "y", "dos", "das"})
-_SUFFIXES = frozenset({"sr", "jr", "ii", "iii", "iv"})
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
-           "apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_QUESTION_WORDS = word_set("en", "question_words")
+_AGENT_SUFFIXES = table_words("en", "agent_suffixes")
+_PARTICLES = word_set("en", "name_particles")
+_SUFFIXES = word_set("en", "name_suffixes")
+_MONTHS = "|".join(table_words("en", "months"))
 _TIME = re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b",
                    re.IGNORECASE)
-_NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-                 "sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
-                 "hundred|thousand|million|billion|dozen|half")
-_NUMBER = re.compile(rf"\b(\d[\d,.]*|{_NUMBER_WORDS})\b", re.IGNORECASE)
-_PLACE = re.compile(r"\b(?:in|at|from|near|of)\s+(?:the\s+)?([A-Z][\w'’-]+)")
-_DESCRIPTION = re.compile(r"\b(?:is|was|are|were|became|becomes|served as|serves as|works as|worked as)\s+"
+_NUMBER = re.compile(rf"\b(\d[\d,.]*|{'|'.join(table_words('en', 'number_words'))})\b", re.IGNORECASE)
+_PLACE = re.compile(rf"\b(?:{'|'.join(table_words('en', 'place_prepositions'))})\s+(?:the\s+)?([A-Z][\w'’-]+)")
+_DESCRIPTION = re.compile(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
                           r"(?:an?|the)\s+", re.IGNORECASE)
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
 _WORD = re.compile(r"[\w'’]+\.?")
 _JOINER = re.compile(r"[\s\"“”‘]*")  # between two words of one name: spaces, quotes round a nickname
-_KIND_PATTERNS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
-    ("place", re.compile(r"^(?:where\b|(?:in|from|at) (?:what|which) (?:city|country|town|place|state|region|"
-                         r"county|village)|(?:what|which) (?:city|country|town|place|state|region|county)\b)")),
-    ("time", re.compile(r"^(?:when\b|(?:in|on|by) (?:what|which) (?:year|date|day|month|century|decade)|"
-                        r"(?:what|which) (?:year|date|day|month|century|decade)\b)")),
-    ("number", re.compile(r"^(?:how (?:many|much|long|old|tall|far|high|deep|big|large|wide|heavy|fast)\b|"
-                          r"(?:what|which) (?:number|percentage|amount)\b)")),
-    ("person", re.compile(r"^(?:who|whom|whose)\b")),
-)
+
+
+def _kind_patterns() -> tuple[tuple[Kind, re.Pattern[str]], ...]:
+    """Each answer kind's pattern over a question's start (`tables/en/answer_kinds.txt`), in table order."""
+    openings: dict[Kind, list[str]] = {}
+    for kind, pattern in table_keys("en", "answer_kinds"):
+        openings.setdefault(kind, []).append(pattern)
+    return tuple((kind, re.compile(f"^(?:{'|'.join(alternatives)})")) for kind, alternatives in openings.items())
+
+
+_KIND_PATTERNS = _kind_patterns()
 
 
 @lru_cache(maxsize=100_000)
@@ -84,7 +72,7 @@ def relation_key(term: str) -> str:
     if term in IRREGULAR:
         return IRREGULAR[term]
     stem = _stemmer().stemWord(term)
-    for suffix in ("er", "or", "ist"):
+    for suffix in _AGENT_SUFFIXES:
         if stem.endswith(suffix) and len(stem) - len(suffix) >= 4:
             return str(_stemmer().stemWord(stem[: -len(suffix)]))
     return str(stem)
@@ -135,7 +123,7 @@ class Reading:
             if word.lower() in STOPWORDS or term in STOPWORDS:
                 continue
             if word[:1].isupper() or word[:1].isdigit():
-                if position or word.lower() not in ("what", "which", "who", "where", "when", "how"):
+                if position or word.lower() not in _QUESTION_WORDS:
                     entity.add(term)
             elif term not in DESCRIBED and word not in _PARTICLES and len(term) > 1:
                 relation.append(term)
@@ -204,24 +192,6 @@ class Reading:
             return any(m.start() > 0 and fold(m.group()) not in own and fold(m.group()) not in STOPWORDS
                        and not _TIME.fullmatch(m.group()) for m in _CAPITALISED.finditer(sentence))
         return bool(_DESCRIPTION.search(sentence))
-
-
-_PRONOUNS = frozenset("he she it they him her his its their them this that these those".split())
-
-
-def underspecified(question: str) -> str | None:
-    """The pronoun that stands for the question's subject when the question names nothing else it could be
-    about ("When was he born?": "he"), else None: such a chat follow-up cannot be judged on its own, since
-    any passage about anyone born matches it. A question with a name, a number or a content word beyond
-    its relation ("When was the bridge opened?") is specified."""
-    tokens = words(question)
-    pronoun = next((w.lower() for w in tokens if w.lower() in _PRONOUNS), None)
-    if pronoun is None:
-        return None
-    reading = Reading(question)
-    if reading.entity or len(reading.relation) > 1:
-        return None
-    return pronoun
 
 
 def _name_runs(text: str) -> list[list[str]]:
