@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag_shared.sentences import sentence_spans
-from crag_shared.text import content_terms
+from crag_shared.text.sentences import sentence_spans
+from crag_shared.text.words import content_terms
 from crag_shared.tools.data import Pair
 
 from ..recall import has_answer_word
