@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from crag_shared import Corrector, CrossEncoderEvaluator, StripRefiner, T5Evaluator
+from crag_shared import Corrector, CrossEncoderEvaluator, Passage, StripRefiner, T5Evaluator
 
 
 def test_each_passage_and_strip_is_scored_once_per_query(tiny_bert):
@@ -48,9 +48,9 @@ def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench
     from benchmarks.abstain import ENTRY_POINTS, run
     from benchmarks.recall import reached
 
-    assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
-                                                                        "France. It is tall."}])
-    assert not reached(["The Eiffel Tower"], [{"text": "The Eiffel Tower stands in Paris, France."}])
+    assert reached(["x The Eiffel Tower stands in Paris, France. y"], [Passage("The Eiffel Tower stands in Paris, "
+                                                                               "France. It is tall.")])
+    assert not reached(["The Eiffel Tower"], [Passage("The Eiffel Tower stands in Paris, France.")])
     out = io.StringIO()
     results = run(out, bench_dir, queries=20)
     for label, figures in results.items():
