@@ -245,7 +245,17 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `crag` with `argv`; the exit status (2 with one line on stderr for any user error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["bench"]:
+        return _fail(bench_moved(args[1:]))
     return dispatch(build_parser, HANDLERS, "command", argv)
+
+
+def bench_moved(args: Sequence[str]) -> str:
+    """What `crag bench NAME` says: the benchmarks are their own command, `crag-bench NAME`."""
+    name = " ".join(args) or "NAME"
+    return (f"`crag bench` is `crag-bench` since 0.2.0: run `crag-bench {name}` (`crag-bench --help` lists the "
+            "benchmarks; it comes with the development workspace, pip install -r requirements-dev.txt)")
 
 
 def dispatch(parser: Callable[[], argparse.ArgumentParser], handlers: dict[str, Callable[[argparse.Namespace], int]],
