@@ -30,6 +30,7 @@ def _strip_texts(corrector, passages):
     return [p.text for p in corrector.refiner.decompose(list(enumerate(passages)))]
 
 
+@pytest.mark.slow
 def test_recall_bench_runs_on_a_few_questions(bench_dir):
     from benchmarks.recall import has_answer_word, recorded_pages, run
 
@@ -42,6 +43,7 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
     assert "of plain RAG" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
     pytest.importorskip("haystack")
     pytest.importorskip("llama_index.core")
@@ -122,6 +124,7 @@ def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys)
     assert "no CUDA GPU" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
     pytest.importorskip("haystack")
     from benchmarks.haystack import run
@@ -144,6 +147,7 @@ def test_bounds_bench_measures_every_case_through_the_cli(capsys):
 
 
 
+@pytest.mark.slow
 def test_every_web_source_gives_the_replay_knowledge_of_popqa(bench_dir):
     import io
 

@@ -24,6 +24,7 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_bench_web_runs_and_reports_ratios():
     import io
 
