@@ -84,13 +84,14 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> Corrector:
-    """The Corrector thresholds are fitted with: `--evaluator`, scoring "title: text" with `--titles`, as
-    `crag run` scores; no fallback evaluator, so a failing evaluator stops the fit instead of fitting
-    another's scores."""
+    """The Corrector thresholds are fitted with, built as `crag run` builds its own: `--evaluator`, scoring
+    "title: text" with `--titles`; no fallback evaluator, so a failing evaluator stops the fit instead of
+    fitting another's scores."""
+    from ..config import CRAGConfig
     from ..corrector import Corrector
-    from ..evaluators import evaluator_from_spec
 
-    return Corrector(evaluator_from_spec(args.evaluator), fallback_evaluator=None, score_titles=args.titles)
+    config = CRAGConfig(evaluator=args.evaluator, score_titles=args.titles, fallback_evaluator=None)
+    return Corrector.from_config(config)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
