@@ -34,6 +34,7 @@ from crag_shared.calibration import fit_thresholds, judged_scores
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import LexicalEvaluator, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
+from crag_shared.rows import Record, iter_rows
 from crag_shared.types import Passage
 
 from .popqa import TOP_K, popqa_records
@@ -94,19 +95,17 @@ def written_sets(path: Path = WRITTEN) -> dict[str, list[Row]]:
 def squad_sets(bench: Path, per_half: int = 150) -> dict[str, list[Row]]:
     """SQuAD questions with their paragraph and the same article's other paragraphs, `per_half` per half
     (the first by question id)."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    with (bench / "qa_pairs.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            pair = json.loads(line)
-            if pair["source"] == "squad_v1.1_dev":
-                grouped.setdefault(pair["question_id"], []).append(pair)
+    grouped: dict[str, list[Record]] = {}
+    for pair in iter_rows(bench / "qa_pairs.jsonl", "qa_pairs"):
+        if pair.fields.get("source") == "squad_v1.1_dev":
+            grouped.setdefault(pair.key, []).append(pair)
     items = []
     for qid, pairs in sorted(grouped.items()):
-        gold = [p for p in pairs if p["relevant"]]
-        misses = [p["passage"] for p in pairs if not p["relevant"]]
+        gold = [p for p in pairs if p.labels[0]]
+        misses = [p.passages[0].text for p in pairs if not p.labels[0]]
         if len(gold) == 1 and len(misses) >= 3:
-            items.append({"id": qid, "question": gold[0]["question"], "answering": gold[0]["passage"],
-                          "near": misses, "half": "tune" if gold[0]["split"] == "train" else "test"})
+            items.append({"id": qid, "question": gold[0].question, "answering": gold[0].passages[0].text,
+                          "near": misses, "half": "tune" if gold[0].split == "train" else "test"})
     chosen = [i for h in ("tune", "test") for i in [i for i in items if i["half"] == h][:per_half]]
     return _own_rows(chosen, "id")
 
