@@ -31,15 +31,15 @@ ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "
                 "haystack CRAG component", "haystack build_crag_pipeline")
 #: What an entry point answers for one (question, passages): the texts the generator was sent, and
 #: whether CRAG abstained.
-Answer = Callable[[str, list[dict[str, Any]]], tuple[list[str], bool]]
+Answer = Callable[[str, list[Passage]], tuple[list[str], bool]]
 
 
 def core_answer() -> Answer:
     """`Corrector.correct` as an entry point: the knowledge text it would hand the generator."""
     corrector = Corrector()
 
-    def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
-        result = corrector.correct(question, [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in ctxs])
+    def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:
+        result = corrector.correct(question, passages)
         return ([] if result.abstained else [result.knowledge_text]), result.abstained
 
     return answer
@@ -53,9 +53,8 @@ def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
     from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
     from crag_llamaindex.testing import FixedRetriever, RuleLLM
 
-    nodes = {r["question"]: [NodeWithScore(node=TextNode(text=c["text"], id_=f"{i}-{c['rank']}",
-                                                          metadata={"title": c["title"]}), score=c.get("score"))
-                             for c in r["ctxs"]] for i, r in enumerate(rows)}
+    nodes = {r["question"]: [NodeWithScore(node=TextNode(text=p.text, id_=f"{i}-{p.id}", metadata={"title": p.title}),
+                                           score=p.score) for p in r["passages"]] for i, r in enumerate(rows)}
     retriever = FixedRetriever(nodes)
     llm = RuleLLM()
     postprocessed = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[CRAGPostprocessor()])
@@ -63,7 +62,7 @@ def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
     workflow = CRAGWorkflow(retriever, llm=llm, timeout=None)
 
     def recorded(run: Callable[[str], Any]) -> Answer:
-        def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
+        def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:
             before = len(llm.prompts)
             response = run(question)
             crag = (response.metadata or {}).get("crag")
@@ -87,14 +86,14 @@ def haystack_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
     from crag_haystack import build_crag_pipeline
     from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
 
-    documents = {r["question"]: [Document(content=c["text"], id=f"{i}-{c['rank']}", meta={"title": c["title"]})
-                                 for c in r["ctxs"]] for i, r in enumerate(rows)}
+    documents = {r["question"]: [Document(content=p.text, id=f"{i}-{p.id}", meta={"title": p.title})
+                                 for p in r["passages"]] for i, r in enumerate(rows)}
     component_generator, built_generator = ExtractiveChatGenerator(), ExtractiveChatGenerator()
     component = crag_component_pipeline(FixedRetriever(documents), component_generator)
     built = build_crag_pipeline(FixedRetriever(documents), built_generator)
 
     def recorded(pipeline: Pipeline, generator: ExtractiveChatGenerator) -> Answer:
-        def answer(question: str, ctxs: list[dict[str, Any]]) -> tuple[list[str], bool]:
+        def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:
             before = len(generator.prompts)
             result = pipeline.run({"query": question})
             return generator.prompts[before:], "no_answer" in result
@@ -111,8 +110,8 @@ def measure(rows: Sequence[dict[str, Any]], answers: dict[str, Answer]) -> dict[
     for name, answer in answers.items():
         counts = {"passage_text_reached": 0, "answer_reached": 0, "abstained": 0, "abstained_with_relevant": 0}
         for row in rows:
-            sent, abstained = answer(row["question"], row["ctxs"])
-            counts["passage_text_reached"] += reached(sent, row["ctxs"])
+            sent, abstained = answer(row["question"], row["passages"])
+            counts["passage_text_reached"] += reached(sent, row["passages"])
             counts["answer_reached"] += answer_kept(row, sent)
             counts["abstained"] += abstained
             counts["abstained_with_relevant"] += abstained and row["relevant"]

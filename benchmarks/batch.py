@@ -19,6 +19,7 @@ from crag_shared.text.sentences import sentence_spans
 from crag_shared.tools.batch import run as run_locally
 from crag_shared.types import CorrectionResult
 
+from .popqa import TOP_K, popqa_records
 from .recall import load as load_recorded
 from .recall import serve_recorded
 from .throughput import load_popqa
@@ -93,11 +94,12 @@ def compare_engines(out: TextIO, bench: Path, config: CRAGConfig, *, queries: in
         raise SystemExit("the engine comparison needs Ray Data: pip install 'crag-shared[ray]'")
     from crag_shared.tools.batch_ray import connect, run_on_ray
 
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    rows = popqa_records(bench, queries)
     with tempfile.TemporaryDirectory(prefix="crag-bench-engines-") as work:
         data, local_out, ray_out = Path(work, "in.jsonl"), Path(work, "local.jsonl"), Path(work, "ray.jsonl")
-        data.write_text("".join(json.dumps({"id": f"{copy}-{r['idx']}", "question": r["question"],
-                                            "ctxs": r["ctxs"][:10]}) + "\n" for copy in range(copies) for r in rows))
+        data.write_text("".join(json.dumps({"id": f"{copy}-{r.key}", "question": r.question, "ctxs": [
+            {"id": p.id, "title": p.title, "text": p.text} for p in r.passages[:TOP_K]]}) + "\n"
+            for copy in range(copies) for r in rows))
         started = time.perf_counter()
         connect()
         cluster_s = time.perf_counter() - started

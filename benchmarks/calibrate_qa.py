@@ -15,51 +15,49 @@ through each framework's call on an index of the 2,500 PopQA passages.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from crag_shared.calibration import JudgedQuery, fit_thresholds, near_misses, objective_on
+from crag_shared.calibration import JudgedQuery, fit_thresholds, judged_scores, near_misses, objective_on, read_qa
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import LexicalEvaluator
 from crag_shared.policy import ActionPolicy
+from crag_shared.rows import Record
 
 from .near_miss import figures, half, popqa_sets
+from .popqa import TOP_K, popqa_records
 
 
-def _records(bench: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")]
-
-
-def labelled_queries(evaluator: LexicalEvaluator, records: list[dict[str, Any]]) -> list[JudgedQuery]:
-    """Each record's top 10 labelled by `relevant`, and its near-miss query (as `--near-misses` builds it)."""
+def labelled_queries(judge: Corrector, records: list[Record]) -> list[JudgedQuery]:
+    """Each record's top 10 labelled by `relevant`, scored through the judge's `judge` as calibration scores,
+    and its near-miss query (as `--near-misses` builds it)."""
     queries = []
     for record in records:
-        ctxs = record["ctxs"][:10]
-        texts, labels = [c["text"] for c in ctxs], [bool(c["relevant"]) for c in ctxs]
-        scores = evaluator.score(record["question"], texts)
-        queries.append(JudgedQuery(str(record["idx"]), record["question"], "labelled", scores, labels))
-        missed = near_misses(labels, texts)
+        passages, labels = record.passages[:TOP_K], [bool(y) for y in record.labels[:TOP_K]]
+        scores = judged_scores(judge, record.question, passages).scores
+        queries.append(JudgedQuery(record.key, record.question, "labelled", scores, labels))
+        missed = near_misses(labels, [p.text or "" for p in passages])
         if missed:
-            queries.append(JudgedQuery(f"{record['idx']}#near-miss", record["question"], "near_miss",
+            queries.append(JudgedQuery(f"{record.key}#near-miss", record.question, "near_miss",
                                        [scores[i] for i in missed], [False] * len(missed)))
     return queries
 
 
-def _from_answers(records: list[dict[str, Any]]) -> tuple[float, float]:
+def _from_answers(records: list[Record]) -> tuple[float, float]:
     from llama_index.core.schema import NodeWithScore, TextNode
 
     from crag_llamaindex import calibrate
     from crag_llamaindex.testing import FixedRetriever
 
-    retriever = FixedRetriever({r["question"]: [NodeWithScore(node=TextNode(text=c["text"], metadata={
-        "title": c["title"]}), score=c["score"]) for c in r["ctxs"][:10]] for r in records})
-    found = calibrate(retriever, [(r["question"], r["answers"]) for r in records], progress=False)
+    retriever = FixedRetriever({r.question: [NodeWithScore(node=TextNode(text=p.text, metadata={"title": p.title}),
+                                                           score=p.score) for p in r.passages[:TOP_K]]
+                                for r in records})
+    found = calibrate(retriever, [(r.question, r.answers) for r in records], progress=False)
     return found.thresholds
 
 
-def _timings(records: list[dict[str, Any]], bench: Path) -> dict[str, float]:
+def _timings(records: list[Record], bench: Path) -> dict[str, float]:
     """Seconds to calibrate 200 questions through each framework's call, retrieval from an index included."""
     from haystack import Document
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
@@ -71,11 +69,11 @@ def _timings(records: list[dict[str, Any]], bench: Path) -> dict[str, float]:
     import crag_llamaindex
     from crag_llamaindex.testing import HashingEmbedding
 
-    texts = sorted({c["text"] for r in records for c in r["ctxs"] if c["text"].strip()})
-    web = [json.loads(line) for line in (bench / "popqa_web.jsonl").open(encoding="utf-8")]
-    asked = {r["question"] for r in records}
-    qa = [(r["question"], r["answers"]) for r in records]
-    qa += [(w["question"], w["answers"]) for w in web if w["question"] not in asked][: 200 - len(qa)]
+    texts = sorted({p.text for r in records for p in r.passages if p.text and p.text.strip()})
+    web = read_qa(bench / "popqa_web.jsonl")
+    asked = {r.question for r in records}
+    qa = [(r.question, r.answers) for r in records]
+    qa += [(w.question, w.answers) for w in web if w.question not in asked][: 200 - len(qa)]
     index = VectorStoreIndex([TextNode(text=t) for t in texts if t.strip()], embed_model=HashingEmbedding())
     store = InMemoryDocumentStore()
     store.write_documents([Document(content=t) for t in texts])
@@ -93,13 +91,13 @@ def _timings(records: list[dict[str, Any]], bench: Path) -> dict[str, float]:
 
 def run(out: TextIO, bench: Path, *, timing: bool = True) -> dict[str, Any]:
     """Print both calibrations on the test half, and the timings; return the figures."""
-    records = _records(bench)
-    tune = [r for r in records if half(r["question"]) == "tune"]
-    test = [r for r in records if half(r["question"]) == "test"]
-    evaluator = LexicalEvaluator()
-    pairs = {"labelled": fit_thresholds(*zip(*[(q.scores, q.labels) for q in labelled_queries(evaluator, tune)]))
+    records = popqa_records(bench)
+    tune = [r for r in records if half(r.question) == "tune"]
+    test = [r for r in records if half(r.question) == "test"]
+    judge = Corrector(LexicalEvaluator(), fallback_evaluator=None)
+    pairs = {"labelled": fit_thresholds(*zip(*[(q.scores, q.labels) for q in labelled_queries(judge, tune)]))
              .policy, "from answers": ActionPolicy(*_from_answers(tune))}
-    held_out = labelled_queries(evaluator, test)
+    held_out = labelled_queries(judge, test)
     sets = {"popqa": popqa_sets(bench)}
     results: dict[str, Any] = {"tune": len(tune), "test": len(test)}
     out.write(f"crag-bench calibrate-qa: PopQA, lexical judge; fitted on the tune half ({len(tune)} questions), "

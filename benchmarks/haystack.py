@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from .popqa import TOP_K, popqa_records
 
 
 def _percentiles(times: list[float]) -> dict[str, float]:
@@ -27,9 +28,8 @@ def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, Any]:
     from crag_haystack import RetrievalRouter
     from crag_haystack.testing import FixedRetriever, HashingTextEmbedder, embedding_judged_pipeline
 
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
-    retrieved = {r["question"]: [Document(content=c["text"], meta={"title": c["title"]}) for c in r["ctxs"][:10]]
-                 for r in rows}
+    retrieved = {r.question: [Document(content=p.text, meta={"title": p.title}) for p in r.passages[:TOP_K]]
+                 for r in popqa_records(bench, queries)}
     router = RetrievalRouter()
     pipeline = Pipeline()
     pipeline.add_component("retriever", FixedRetriever(retrieved))

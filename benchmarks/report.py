@@ -8,7 +8,6 @@ package) through Playwright, and timed to its load event.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
@@ -19,6 +18,8 @@ from crag_shared.demo import QUESTIONS, build_corrector, corpus, retrieve
 from crag_shared.policy import ActionPolicy
 from crag_shared.tools.batch import json_line
 from crag_shared.tools.report import write_report
+
+from .popqa import TOP_K, popqa_records
 
 
 def _shifted(record: dict[str, Any], number: int, rng: random.Random) -> dict[str, Any]:
@@ -36,9 +37,7 @@ def large_run(path: Path, queries: int, bench: Path | None = None, seed: int = 0
     base = []
     asked: list[tuple[str, list[Any]]] = [(q, retrieve(q, corpus())) for q in QUESTIONS]
     if bench is not None and (bench / "popqa_ctxs.jsonl").exists():
-        for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8"):
-            record = json.loads(line)
-            asked.append((record["question"], [c["text"] for c in record["ctxs"][:10]]))
+        asked += [(record.question, record.passages[:TOP_K]) for record in popqa_records(bench)]
     for question, passages in asked:
         base.append({"question": question, **corrector.correct(question, passages).to_dict(texts=True)})
     rng = random.Random(seed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import resource
 import statistics
 import time
@@ -25,6 +24,8 @@ from crag_shared.evaluators.t5 import T5Evaluator
 from crag_shared.llm import FunctionLLM
 from crag_shared.text.sentences import sentence_spans
 from crag_shared.trace import Refined
+
+from .popqa import TOP_K, popqa_records
 
 
 def minilm_encoder_dir() -> Path:
@@ -66,9 +67,8 @@ def t5_small_dir(texts: Sequence[str]) -> Path:
 
 
 def load_popqa(bench: Path, queries: int) -> list[tuple[str, list[str]]]:
-    """PopQA's first `queries` questions with their top-10 passages."""
-    rows = [json.loads(line) for line in (bench / "popqa_ctxs.jsonl").open(encoding="utf-8")][:queries]
-    return [(r["question"], [c["text"] for c in r["ctxs"][:10]]) for r in rows]
+    """PopQA's first `queries` questions with their top-10 passages' texts."""
+    return [(r.question, [p.text or "" for p in r.passages[:TOP_K]]) for r in popqa_records(bench, queries)]
 
 
 def official_pairs_per_second(evaluator: HFSequenceEvaluator, data: Sequence[tuple[str, list[str]]]) -> float:

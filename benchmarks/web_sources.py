@@ -15,29 +15,30 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from crag_shared.corrector import Corrector
 from crag_shared.rewrite import keyword_query
+from crag_shared.rows import Record
 from crag_shared.testing import FakeWeb
 from crag_shared.types import Passage
 from crag_shared.web.base import WebSearch
 from crag_shared.web.fetch import PageFetcher
 from crag_shared.web.replay import ReplaySearch
 
-from .recall import has_answer_word, load, serve_recorded
+from .recall import has_answer_word, load, pages_of, serve_recorded
 
 LOOPBACK = ["127.0.0.1/32"]
 
 
-def replay_file(rows: list[dict[str, Any]], web: FakeWeb, path: Path) -> Path:
+def replay_file(rows: list[Record], web: FakeWeb, path: Path) -> Path:
     """The recorded pages as a replay file: each question's keyword query and its pages, at the URLs the
     loopback web serves them at."""
     with path.open("w", encoding="utf-8") as out:
         for row in rows:
-            results = [{"title": title, "url": web.page_url(f"q{row['idx']}-{j}"), "text": "\n\n".join(paragraphs)}
-                       for j, (title, paragraphs) in enumerate(row["pages"].items())]
-            out.write(json.dumps({"query": keyword_query(row["question"]), "results": results}) + "\n")
+            results = [{"title": title, "url": web.page_url(f"q{row.id}-{j}"), "text": "\n\n".join(paragraphs)}
+                       for j, (title, paragraphs) in enumerate(pages_of(row).items())]
+            out.write(json.dumps({"query": keyword_query(row.question), "results": results}) + "\n")
     return path
 
 
@@ -80,12 +81,12 @@ def sources(web: FakeWeb) -> dict[str, Callable[[], WebSearch]]:
     return made
 
 
-def knowledge(search: WebSearch, rows: list[dict[str, Any]]) -> list[list[str]]:
+def knowledge(search: WebSearch, rows: list[Record]) -> list[list[str]]:
     """Each question's web knowledge strips with `search` as the web source (lexical evaluator): its
     retrieval is one off-topic passage, so every question is Incorrect and searches."""
     corrector = Corrector(web_search=search)
     off_topic = [Passage("The Great Barrier Reef is the largest coral reef system, off Queensland.", id="0")]
-    return [[s.text for s in corrector.correct(row["question"], off_topic).knowledge] for row in rows]
+    return [[s.text for s in corrector.correct(row.question, off_topic).knowledge] for row in rows]
 
 
 def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, dict[str, float]]:
@@ -101,7 +102,7 @@ def run(out: TextIO, bench: Path, *, queries: int = 100) -> dict[str, dict[str, 
                            **sources(web)}.items():
             got = knowledge(make(), rows)
             same = sum(a == b for a, b in zip(got, reference))
-            recall = sum(has_answer_word("\n".join(k), r["answers"]) for k, r in zip(got, rows)) / len(rows)
+            recall = sum(has_answer_word("\n".join(k), r.answers) for k, r in zip(got, rows)) / len(rows)
             figures[name] = {"same_knowledge": same / len(rows), "recall": recall}
             out.write(f"  {name:<46} same knowledge as replay {same}/{len(rows)}   answer recall {recall:.2f}\n")
     return figures

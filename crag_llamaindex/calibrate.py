@@ -47,6 +47,5 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str 
     def retrieve(question: str) -> list[Passage]:
         return [to_passage(n) for n in retriever.retrieve(question) if not unjudgeable(n)]
 
-    return calibrate_qa(judge.evaluator, qa, retrieve, alpha=alpha,
-                        steps=steps, titles=judge.score_titles, progress=progress,
+    return calibrate_qa(judge, qa, retrieve, alpha=alpha, steps=steps, progress=progress,
                         near_miss_budget=near_miss_budget, out=out)

@@ -11,8 +11,9 @@ from llama_index.core.base.response.schema import RESPONSE_TYPE
 from .query_engine import CRAGQueryEngine
 from .workflow import CRAGWorkflow
 
-DEPRECATION = ("CRAGPack is deprecated, as LlamaIndex deprecated llama-packs: use CRAGWorkflow(index=...) "
-               "(or CRAGQueryEngine.from_index(...)); CRAGPack.get_modules()['workflow'] is that workflow")
+DEPRECATION = ("CRAGPack is deprecated since 0.2.0, as LlamaIndex deprecated llama-packs, and is removed in 0.3.0: "
+               "use CRAGWorkflow(index=...) (or CRAGQueryEngine.from_index(...)); CRAGPack.get_modules()['workflow'] "
+               "is that workflow")
 
 
 class CRAGPack:

@@ -4,6 +4,7 @@
 (crag_llamaindex, crag_haystack) translate their nodes and documents to `Passage` and back.
 """
 
+from . import deprecated  # noqa: F401 (the calls renamed in 0.2.0, kept for one release)
 from .config import CRAGConfig
 from .corrector import Corrector
 from .evaluators import (
@@ -43,7 +44,7 @@ from .types import (
 )
 from .web import InMemorySearch, ReplaySearch, WebPage, WebSearch, WebSearchError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY_WEB = ("PageFetcher", "SerpAPISearch", "SerperSearch", "SearXNGSearch", "BraveSearch", "TavilySearch",
              "ExaSearch", "DDGSSearch", "FunctionSearch")

@@ -1,4 +1,5 @@
-"""Files a configuration names (a thresholds file, a combination, recorded web results), read safely.
+"""Files crag reads, read safely: those a configuration names (a thresholds file, a combination, recorded
+web results) and JSONL data files (records, questions and answers, results).
 
 A setting can come from a pipeline YAML, a saved config or the command line. Pointed at `/dev/zero`, a
 FIFO or a huge file, a plain `read_text()` exhausts memory or waits forever; here such a file fails at
@@ -7,18 +8,24 @@ once, with an error naming the setting and the path. Only regular files of bound
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 #: The most a settings file (thresholds, a combination) may hold.
 MAX_SETTINGS_BYTES = 1 << 20
 #: The most a recorded-web file (`replay:PATH`) may hold.
 MAX_RECORDED_BYTES = 256 << 20
+#: The most a JSONL data file read whole may hold (questions and answers, retrieved passages, labelled
+#: pairs, a report's results).
+MAX_DATA_BYTES = 512 << 20
 
 
-def checked_file(path: str | os.PathLike[str], setting: str, max_bytes: int) -> Path:
-    """`path` if it is a regular file of at most `max_bytes`, else ValueError naming `setting` and the path."""
+def checked_file(path: str | os.PathLike[str], setting: str, max_bytes: int | None) -> Path:
+    """`path` if it is a regular file of at most `max_bytes` (None: any size), else ValueError naming `setting`
+    and the path."""
     where = Path(path).expanduser()
     try:
         found = os.stat(where)
@@ -26,7 +33,7 @@ def checked_file(path: str | os.PathLike[str], setting: str, max_bytes: int) -> 
         raise ValueError(f"{setting} {path}: {error.strerror or error}") from None
     if not stat.S_ISREG(found.st_mode):
         raise ValueError(f"{setting} {path}: not a regular file (a directory, pipe or device)")
-    if found.st_size > max_bytes:
+    if max_bytes is not None and found.st_size > max_bytes:
         raise ValueError(f"{setting} {path}: {found.st_size:,} bytes, more than the {max_bytes:,} it may hold")
     return where
 
@@ -43,3 +50,18 @@ def read_settings_text(path: str | os.PathLike[str], setting: str, max_bytes: in
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{setting} {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def json_lines(path: str | os.PathLike[str], kind: str, max_bytes: int | None = MAX_DATA_BYTES
+               ) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-blank line of a JSONL file, a regular file of at most `max_bytes`
+    (None: any size, for a data set read line by line), `kind` naming it in errors; a line that is not JSON
+    raises ValueError naming the file and line."""
+    with checked_file(path, kind, max_bytes).open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield number, json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+                raise ValueError(f"{path}:{number}: not a JSON line ({type(error).__name__}: {error})"[:300]) from None

@@ -190,6 +190,13 @@ def _label(room: str) -> str:
     return room.removeprefix("crag_shared/")
 
 
+def runtime_files(package: str) -> list[Path]:
+    """The package's runtime: all but its tooling, its test support and `__main__` (the `crag` command)."""
+    return [p for p in (ROOT / package).rglob("*.py")
+            if not {"tools", "testing"} & set(p.relative_to(ROOT / package).parts)
+            and p.name not in ("testing.py", "__main__.py")]
+
+
 def any_uses(paths: Iterable[Path]) -> dict[str, int]:
     """How often each file names `typing.Any` (its import not counted)."""
     counts = {}

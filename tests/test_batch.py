@@ -114,6 +114,7 @@ def test_crag_run_groups_pairs_and_reports_bad_input(tmp_path, capsys):
     assert "pairs.jsonl:1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_batch_runs_and_reports_the_ratio(bench_dir):
     import io
 

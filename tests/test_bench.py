@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from crag_shared import Corrector, CrossEncoderEvaluator, StripRefiner, T5Evaluator
+from crag_shared import Corrector, CrossEncoderEvaluator, Passage, StripRefiner, T5Evaluator
 
 
 def test_each_passage_and_strip_is_scored_once_per_query(tiny_bert):
@@ -30,6 +30,7 @@ def _strip_texts(corrector, passages):
     return [p.text for p in corrector.refiner.decompose(list(enumerate(passages)))]
 
 
+@pytest.mark.slow
 def test_recall_bench_runs_on_a_few_questions(bench_dir):
     from benchmarks.recall import has_answer_word, recorded_pages, run
 
@@ -42,15 +43,16 @@ def test_recall_bench_runs_on_a_few_questions(bench_dir):
     assert "of plain RAG" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_abstain_bench_every_entry_point_hands_the_generator_the_same_text(bench_dir):
     pytest.importorskip("haystack")
     pytest.importorskip("llama_index.core")
     from benchmarks.abstain import ENTRY_POINTS, run
     from benchmarks.recall import reached
 
-    assert reached(["x The Eiffel Tower stands in Paris, France. y"], [{"text": "The Eiffel Tower stands in Paris, "
-                                                                        "France. It is tall."}])
-    assert not reached(["The Eiffel Tower"], [{"text": "The Eiffel Tower stands in Paris, France."}])
+    assert reached(["x The Eiffel Tower stands in Paris, France. y"], [Passage("The Eiffel Tower stands in Paris, "
+                                                                               "France. It is tall.")])
+    assert not reached(["The Eiffel Tower"], [Passage("The Eiffel Tower stands in Paris, France.")])
     out = io.StringIO()
     results = run(out, bench_dir, queries=20)
     for label, figures in results.items():
@@ -122,6 +124,7 @@ def test_bench_throughput_refuses_a_device_this_machine_lacks(bench_dir, capsys)
     assert "no CUDA GPU" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
     pytest.importorskip("haystack")
     from benchmarks.haystack import run
@@ -144,6 +147,7 @@ def test_bounds_bench_measures_every_case_through_the_cli(capsys):
 
 
 
+@pytest.mark.slow
 def test_every_web_source_gives_the_replay_knowledge_of_popqa(bench_dir):
     import io
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crag_shared import ActionPolicy
+from crag_shared import ActionPolicy, Corrector
 from crag_shared.calibration import QAPair, calibrate_qa, holds_answer, read_qa, read_retrieved
 from crag_shared.evaluators import LexicalEvaluator
 from crag_shared.tools.cli import main
@@ -56,7 +56,7 @@ def test_bad_inputs_say_which_line_and_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match=r"no retrieved passages for 1 question.*'Where\?'"):
         read_retrieved(retrieved, pairs)
     retrieved.write_text('{"id": "1", "passages": [3]}\n')
-    with pytest.raises(ValueError, match=":1: each passage must be text"):
+    with pytest.raises(ValueError, match=r":1: passages\[0\]: a passage must be text"):
         read_retrieved(retrieved, pairs)
 
 
@@ -70,7 +70,8 @@ def test_calibration_counts_answerless_questions_adds_near_misses_and_reads_back
     pairs.append(QAPair("Who painted the Mona Lisa?", ("Leonardo da Vinci",), "mona"))  # nothing retrieved holds it
     retrieved.append([Passage(texts[0])])
     out = tmp_path / "thresholds.json"
-    found = calibrate_qa(LexicalEvaluator(), pairs, retrieved, evaluator_name="lexical", progress=False, out=out)
+    found = calibrate_qa(Corrector(LexicalEvaluator()), pairs, retrieved, evaluator_name="lexical", progress=False,
+                         out=out)
     assert found.count("answerable") == 30 and found.no_answer == ["Who painted the Mona Lisa?"]
     assert found.count("near_miss") == 30  # every question: one passage with the answer, three of its entity without
     summary = json.loads(out.read_text())
@@ -83,7 +84,7 @@ def test_calibration_counts_answerless_questions_adds_near_misses_and_reads_back
     fitted = next(row for row in summary["tradeoff"] if row["upper"] == summary["upper"])
     assert fitted["answers_kept"] > fitted["near_misses_passed"]
     with pytest.raises(ValueError, match="none of the 1 questions has a retrieved passage holding its answer"):
-        calibrate_qa(LexicalEvaluator(), pairs[-1:], retrieved[-1:], progress=False)
+        calibrate_qa(Corrector(LexicalEvaluator()), pairs[-1:], retrieved[-1:], progress=False)
 
 
 def test_llamaindex_calibrates_on_an_index_and_its_thresholds_load_everywhere(tmp_path):
@@ -157,7 +158,7 @@ def test_a_near_miss_budget_chooses_the_upper_threshold_from_the_trade_off(tmp_p
     for p in corpus():
         by_title.setdefault(p["title"], []).append(p["text"])
     retrieved = [next(v for k, v in by_title.items() if k.split()[-1] in q.question) for q in pairs]
-    fitted = calibrate_qa(LexicalEvaluator(), pairs, retrieved, progress=False)
+    fitted = calibrate_qa(Corrector(LexicalEvaluator()), pairs, retrieved, progress=False)
     chosen = fitted.choose(0.2)
     row = next(r for r in chosen.tradeoff if r.upper == chosen.thresholds[0])
     assert row.near_misses_passed <= 0.2 * 30 and chosen.thresholds[1] <= chosen.thresholds[0]
@@ -179,6 +180,31 @@ def test_a_near_miss_budget_chooses_the_upper_threshold_from_the_trade_off(tmp_p
 
 def test_long_calibrations_show_a_progress_bar(capsys):
     texts = [[p["text"] for p in corpus()[:4]] for _ in qa()]
-    calibrate_qa(LexicalEvaluator(), qa(), texts, progress=True)
+    calibrate_qa(Corrector(LexicalEvaluator()), qa(), texts, progress=True)
     shown = capsys.readouterr().err
     assert "scoring" in shown and "30/30" in shown
+
+
+def test_calibration_reads_the_popqa_records_as_crag_run_does(bench_dir, tmp_path, capsys):
+    """One row vocabulary: the PopQA file `crag run` corrects serves, unchanged, as both the questions with
+    answers and the retrieved passages of `crag calibrate --qa/--retrieved`; each question gets the passages
+    crag run gives it, and is scored as crag run's Corrector scores it (`--titles` included)."""
+    from crag_shared.tools.batch import read_jobs
+
+    data = bench_dir / "popqa_ctxs.jsonl"
+    jobs = list(read_jobs(data))
+    pairs = read_qa(data)
+    assert [(q.id, q.question) for q in pairs] == [(job.id, job.question) for job in jobs]
+    assert read_retrieved(data, pairs) == [job.passages for job in jobs]
+    assert jobs[0].passages[0].title == "Henry Feilden (Conservative politician)"
+    subset = tmp_path / "popqa.jsonl"
+    subset.write_text("".join(data.read_text(encoding="utf-8").splitlines(keepends=True)[:12]), encoding="utf-8")
+    ran, records = tmp_path / "run.jsonl", tmp_path / "records.jsonl"
+    assert main(["run", "--data", str(subset), "--out", str(ran), "--titles"]) == 0
+    assert main(["calibrate", "--qa", str(subset), "--retrieved", str(subset), "--titles", "--out",
+                 str(tmp_path / "t.json"), "--plot", "", "--records", str(records)]) == 0
+    capsys.readouterr()
+    run_scores = {line["id"]: line["scores"] for line in map(json.loads, ran.read_text().splitlines())}
+    fitted = {line["id"]: line["scores"] for line in map(json.loads, records.read_text().splitlines())
+              if line["kind"] != "near_miss"}
+    assert len(fitted) == 12 and fitted == run_scores

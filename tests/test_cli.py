@@ -24,6 +24,7 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_bench_web_runs_and_reports_ratios():
     import io
 
@@ -50,7 +51,8 @@ def test_a_malformed_replay_file_is_one_line_naming_it(tmp_path, capsys, content
     replay.write_bytes(content)
     assert main(["run", "--data", str(data), "--out", str(tmp_path / "out.jsonl"), "--web", f"replay:{replay}"]) == 2
     error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and f"{replay}:1: not a replay record" in error and "Traceback" not in error
+    assert len(error.splitlines()) == 1 and "Traceback" not in error
+    assert f"{replay}:1: not a replay record" in error or f"{replay}:1: not a JSON line" in error
 
 
 def test_out_must_be_a_regular_file(tmp_path, capsys):

@@ -79,6 +79,7 @@ def test_fit_combination_cli(tmp_path, capsys):
     assert "written" in capsys.readouterr().out and json.loads(out.read_text())["members"] == ["lexical"]
 
 
+@pytest.mark.slow
 def test_evaluator_table_over_the_bench_sets(bench_dir):
     from benchmarks.accuracy import table
 

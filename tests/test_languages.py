@@ -193,6 +193,7 @@ def test_llamaindex_postprocessor_takes_the_language():
     assert CRAGPostprocessor.from_dict(CRAGPostprocessor(language="ja").to_dict()).config.language == "ja"
 
 
+@pytest.mark.slow
 def test_language_rows_of_the_accuracy_bench(bench_dir):
     import io
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import layering
 import pytest
+from layering import runtime_files
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLING = ("crag_shared.tools", "crag_shared.testing")
@@ -29,13 +30,6 @@ def imports(path: Path) -> list[str]:
             found.append(module)
             found += [f"{module}.{alias.name}" for alias in node.names]
     return found
-
-
-def runtime_files(package: str) -> list[Path]:
-    """The package's runtime: all but its tooling, its test support and `__main__` (the `crag` command)."""
-    return [p for p in (ROOT / package).rglob("*.py")
-            if not {"tools", "testing"} & set(p.relative_to(ROOT / package).parts)
-            and p.name not in ("testing.py", "__main__.py")]
 
 
 def test_the_runtime_never_imports_tooling():
@@ -246,12 +240,3 @@ def test_the_layout_page_names_every_room():
     page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     missing = [room for room in layering.room_graph() if f"`{room.removeprefix('crag_shared/')}`" not in page]
     assert missing == []
-
-
-def test_any_stays_at_the_framework_boundaries():
-    """`Any` in the three runtimes, counted per file: the total may fall, never rise past the layout page's."""
-    counts = layering.any_uses(p for package in ("crag_shared", "crag_llamaindex", "crag_haystack")
-                               for p in runtime_files(package))
-    page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
-    documented = int(page.split("`Any` appears ")[1].split(" ")[0])
-    assert sum(counts.values()) <= documented, sorted(counts.items(), key=lambda item: -item[1])

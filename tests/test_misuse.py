@@ -231,7 +231,7 @@ def files(tmp_path):
     ("train-evaluator --data {d}/good.jsonl --base-model x --out {d}/m --batch-size 0", "--batch-size"),
     ("export-onnx {d}/missing {d}/no/dir/out", "does not exist"),
     ("bogus", "invalid choice"),
-    ("bench web", "invalid choice"),  # the benchmarks are crag-bench's, outside the distributions
+    ("bench web --pages 3", "run `crag-bench web --pages 3`"),  # the benchmarks are crag-bench's, outside the wheels
     ("calibrate --data {d}/good.jsonl --evaluator llm --plot ''", "needs an LLM"),
 ])
 def test_user_errors_are_one_line_and_exit_2(files, capsys, argv, words):

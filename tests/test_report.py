@@ -50,7 +50,7 @@ def test_calibration_records_draw_the_trade_off_curve(tmp_path):
     passages = [Passage(p.text, title=p.title) for p in corpus()]
     pairs = [("Who designed the Sydney Opera House?", ["Jørn Utzon"]),
              ("When did the Golden Gate Bridge open?", ["1937"])]
-    found = calibrate_qa(LexicalEvaluator(), pairs, lambda q: passages, progress=False)
+    found = calibrate_qa(Corrector(LexicalEvaluator()), pairs, lambda q: passages, progress=False)
     records = tmp_path / "records.jsonl"
     records.write_text("".join(json.dumps(r) + "\n" for r in found.records()))
     rows = read_rows(records)

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from crag_shared import Corrector
 from crag_shared.calibration import calibrate_qa
 from crag_shared.demo import corpus
 from crag_shared.evaluators import LexicalEvaluator
@@ -75,7 +76,7 @@ def test_a_calibration_report_draws_its_trade_off_curve(browser, tmp_path):
     passages = corpus()
     pairs = [("Who designed the Sydney Opera House?", ["Jørn Utzon"]), ("When did the Golden Gate Bridge open?",
                                                                         ["1937"])]
-    found = calibrate_qa(LexicalEvaluator(), pairs, [[*passages]] * 2, progress=False)
+    found = calibrate_qa(Corrector(LexicalEvaluator()), pairs, [[*passages]] * 2, progress=False)
     records = tmp_path / "records.jsonl"
     records.write_text("".join(json.dumps(r) + "\n" for r in found.records()))
     page = tmp_path / "calibration.html"

@@ -170,6 +170,7 @@ def test_listwise_training_learns_the_ranking_within_questions(tmp_path):
     assert scores[0] > max(scores[1:])
 
 
+@pytest.mark.slow
 def test_accuracy_bench_on_a_small_fixture(tmp_path, tiny_bert):
     data = tmp_path / "fixture.jsonl"
     with data.open("w") as f:

@@ -5,16 +5,19 @@ from .answers import QAPair, holds_answer, normalized, qa_pair, read_qa, read_re
 from .eq2 import MAX_STEPS, Calibration, equation_2, fit_thresholds
 from .qa import (
     NEAR_MISS_LEAST,
+    Judge,
     JudgedQuery,
     QACalibration,
     TradeOff,
     calibrate_qa,
     judged_queries,
+    judged_scores,
     near_misses,
     objective_on,
     tradeoff,
 )
 
-__all__ = ["MAX_STEPS", "NEAR_MISS_LEAST", "Calibration", "JudgedQuery", "QACalibration", "QAPair", "TradeOff",
-           "calibrate_qa", "equation_2", "fit_thresholds", "holds_answer", "judged_queries", "near_misses",
-           "normalized", "objective_on", "qa_pair", "read_qa", "read_retrieved", "tradeoff"]
+__all__ = ["MAX_STEPS", "NEAR_MISS_LEAST", "Calibration", "Judge", "JudgedQuery", "QACalibration", "QAPair",
+           "TradeOff", "calibrate_qa", "equation_2", "fit_thresholds", "holds_answer", "judged_queries",
+           "judged_scores", "near_misses", "normalized", "objective_on", "qa_pair", "read_qa", "read_retrieved",
+           "tradeoff"]

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import checked_file
+from ..files import json_lines
+from ..rows import ANSWERS, QUESTION, answers_of, id_of, named, read_records
 from ..text.writing_systems import has_cjk
 from ..types import Passage
-
-#: The largest question–answer or retrieved-passages file read (a JSONL of questions, not a corpus).
-MAX_QA_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -51,16 +48,19 @@ def holds_answer(text: str, answers: Iterable[str]) -> bool:
 
 
 def qa_pair(value: object, where: str) -> QAPair:
-    """A `QAPair` from itself, a (question, answers) tuple or a mapping with `question` and `answers` (a
-    list, or one `answer`), with an optional `id`; anything else raises ValueError naming `where`."""
+    """A `QAPair` from itself, a (question, answers) tuple or a row of the one row vocabulary
+    (`crag_shared.rows`: `question` or `query`, `answers` or one `answer`, an optional `id`, `idx` or
+    `question_id`); anything else raises ValueError naming `where`."""
     question: object
     answers: object
     question_id: object
     if isinstance(value, QAPair):
         question, answers, question_id = value.question, value.answers, value.id
     elif isinstance(value, Mapping):
-        question, answers = value.get("question"), value.get("answers", value.get("answer"))
-        question_id = value.get("id", value.get("question_id"))
+        found = named(value, QUESTION)
+        question = found[1] if found else None
+        answers = answers_of(value, where) if named(value, ANSWERS) else None
+        question_id = id_of(value)
     elif isinstance(value, tuple) and len(value) == 2:
         (question, answers), question_id = value, None
     else:
@@ -75,53 +75,35 @@ def qa_pair(value: object, where: str) -> QAPair:
     return QAPair(question, tuple(answers), None if question_id is None else str(question_id))
 
 
-def json_lines(path: str | Path, kind: str) -> Iterator[tuple[int, object]]:
-    """(line number, value) of each non-blank line of a JSONL file (a bounded regular file, `kind` naming it in
-    errors); a line that is not JSON raises ValueError naming the file and line."""
-    with checked_file(Path(path), kind, MAX_QA_BYTES).open("rb") as lines:
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                yield number, json.loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-                raise ValueError(f"{path}:{number}: not a JSON line ({type(error).__name__}: {error})"[:300]) from None
-
-
 def read_qa(path: str | Path) -> list[QAPair]:
     """The question–answer pairs of a JSONL file: one `{"question": ..., "answers": [...]}` a line (or
-    `"answer": "..."`; optional `"id"`). A malformed line raises ValueError naming the file and line; an
-    empty file raises too."""
+    `"answer": "..."`; optional `"id"`; any row of the one row vocabulary, so a `crag run` data file with
+    answers serves too). A malformed line raises ValueError naming the file and line; an empty file raises
+    too."""
     pairs = [qa_pair(value, f"{path}:{number}") for number, value in json_lines(path, "question-answer")]
     if not pairs:
         raise ValueError(f"{path}: no question-answer pairs")
     return pairs
 
 
-def _passage(value: object, where: str) -> Passage:
-    if isinstance(value, str):
-        return Passage(value)
-    if isinstance(value, Mapping) and isinstance(value.get("text", value.get("content")), str):
-        title = value.get("title")
-        return Passage(value.get("text", value.get("content")), id=None if value.get("id") is None
-                       else str(value["id"]), title=title if isinstance(title, str) else None)
-    raise ValueError(f"{where}: each passage must be text or an object with `text` (and optional `title`, `id`)")
-
-
 def read_retrieved(path: str | Path, questions: Sequence[QAPair]) -> list[list[Passage]]:
-    """The retrieved passages of each question, in the order of `questions`, from a JSONL file: one
-    `{"id" or "question": ..., "passages": [text or {"text", "title"}, ...]}` a line, matched to a question by
-    `id` where the question has one, else by its text. A question with no line raises, naming it."""
-    found: dict[str, list[Passage]] = {}
-    for number, value in json_lines(path, "retrieved-passages"):
-        where = f"{path}:{number}"
-        if not isinstance(value, Mapping) or not isinstance(value.get("passages"), list):
-            raise ValueError(f"{where}: expected an object with `passages` (a list) and `id` or `question`")
-        key = value.get("id", value.get("question"))
-        if key is None:
-            raise ValueError(f"{where}: no `id` or `question` to match it to a question")
-        found[str(key)] = [_passage(p, where) for p in value["passages"]]
-    missing = [q.id or q.question for q in questions if (q.id or q.question) not in found]
+    """The retrieved passages of each question, in the order of `questions`, from a JSONL file read in the
+    one row vocabulary (`crag_shared.rows`), as `crag run` reads its data: a record (`{"id" or "question":
+    ..., "passages" or "ctxs": [text or {"text", "title", ...}, ...]}`) or pair rows a question. A record is
+    matched to a question by `id` where both have one, else by the question's text. A question with no
+    record raises, naming it."""
+    by_id: dict[str, list[Passage]] = {}
+    by_question: dict[str, list[Passage]] = {}
+    for record in read_records(path, "retrieved-passages", need_question=False):
+        if record.id is None and not record.question:
+            raise ValueError(f"{record.where}: no `id` or question to match it to a question")
+        if record.id is not None:
+            by_id.setdefault(record.id, record.passages)
+        if record.question:
+            by_question.setdefault(record.question, record.passages)
+    found = [by_id.get(q.id) if q.id is not None and q.id in by_id else by_question.get(q.question)
+             for q in questions]
+    missing = [q.id or q.question for q, passages in zip(questions, found) if passages is None]
     if missing:
         raise ValueError(f"{path}: no retrieved passages for {len(missing)} question(s), e.g. {missing[0]!r}")
-    return [found[q.id or q.question] for q in questions]
+    return [passages or [] for passages in found]

@@ -13,13 +13,12 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.spec import describe
 from ..policy import ActionPolicy
-from ..text import titled
-from ..types import Passage
+from ..types import Judgment, Passage
 from .answers import QAPair, holds_answer, qa_pair, read_qa
 from .eq2 import Calibration, equation_2, fit_thresholds
 
@@ -120,10 +119,35 @@ class QACalibration:
         return [{**asdict(q), "thresholds": {"upper": upper, "lower": lower}} for q in self.queries]
 
 
-def judged_queries(evaluator: RetrievalEvaluator, qa: Sequence[QAPair], retrieved: Sequence[Sequence[Passage]], *,
-                   titles: bool = False, progress: bool = True, least: int = NEAR_MISS_LEAST) -> list[JudgedQuery]:
-    """Score each question's passages (one evaluator call per question, with a progress bar), label them by
-    answer, and add each question's near-miss query."""
+class Judge(Protocol):
+    """What thresholds are fitted with: a `Corrector`, whose `judge` scores passages exactly as `correct` does
+    (its evaluator, its `score_titles`, empty passages skipped), so the thresholds are fitted on the scores
+    they are used on."""
+
+    evaluator: RetrievalEvaluator
+
+    def judge(self, query: str, passages: Sequence[str | Passage], *, policy: ActionPolicy | None = None
+              ) -> Judgment:
+        """Score the passages and decide the action."""
+        ...
+
+
+def judged_scores(judge: Judge, question: str, passages: Sequence[Passage]) -> Judgment:
+    """`judge.judge(question, passages)`, refused when its evaluator failed and a fallback scored instead (a
+    fallback's scores would fit thresholds for the wrong evaluator) or when it scored nothing."""
+    judgment = judge.judge(question, passages)
+    failed = [f for f in judgment.trace.fallbacks if f.step == "evaluate"]
+    if failed:
+        raise ValueError(f"the evaluator failed while calibrating on {question!r}: {failed[0].reason}")
+    if len(judgment.scores) != len(passages):
+        raise ValueError(f"{question!r} was not judged ({judgment.action.value}): nothing to calibrate on")
+    return judgment
+
+
+def judged_queries(judge: Judge, qa: Sequence[QAPair], retrieved: Sequence[Sequence[Passage]], *,
+                   progress: bool = True, least: int = NEAR_MISS_LEAST) -> list[JudgedQuery]:
+    """Score each question's passages with `judge` (a `Corrector`: one `judge` call per question, with a
+    progress bar), label them by answer, and add each question's near-miss query."""
     from tqdm.auto import tqdm
 
     if len(qa) != len(retrieved):
@@ -131,22 +155,16 @@ def judged_queries(evaluator: RetrievalEvaluator, qa: Sequence[QAPair], retrieve
     queries: list[JudgedQuery] = []
     for number, (pair, passages) in enumerate(tqdm(list(zip(qa, retrieved)), desc="scoring", unit="question",
                                                    disable=not progress)):
-        texts = [_text(p, titles) for p in passages]
         question_id = pair.id or str(number)
-        scores = list(evaluator.score(pair.question, texts)) if texts else []
+        scores = list(judged_scores(judge, pair.question, passages).scores) if passages else []
         labels = [holds_answer(p.text or "", pair.answers) for p in passages]
         kind = "answerable" if any(labels) else "no_answer"
         queries.append(JudgedQuery(question_id, pair.question, kind, scores, labels))
-        missed = near_misses(labels, texts, least)
+        missed = near_misses(labels, [p.text or "" for p in passages], least)
         if missed:
             queries.append(JudgedQuery(f"{question_id}#near-miss", pair.question, "near_miss",
                                        [scores[i] for i in missed], [False] * len(missed)))
     return queries
-
-
-def _text(passage: Passage, titles: bool) -> str:
-    """The passage as the Corrector scores it (with its title under `score_titles`)."""
-    return titled(passage.text or "", passage.title) if titles else passage.text or ""
 
 
 def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[TradeOff]:
@@ -161,30 +179,30 @@ def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[Tr
     return rows
 
 
-def calibrate_qa(evaluator: RetrievalEvaluator, qa: Iterable[object] | str | Path,
+def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
                  retrieve: Callable[[str], Sequence[Passage | str]] | Sequence[Sequence[Passage | str]], *,
-                 evaluator_name: str | None = None, alpha: float = 1.0, steps: int = 201, titles: bool = False,
-                 progress: bool = True, near_miss_budget: float | None = None, out: str | Path | None = None
-                 ) -> QACalibration:
-    """Fit the thresholds from question–answer pairs: `retrieve(question)` gives each question's passages
-    (or pass the lists, in the order of `qa`; a passage may be plain text). `qa` is a JSONL path (`read_qa`)
-    or holds `QAPair`s, `(question, answers)` tuples or `{"question", "answers"}` dicts. `evaluator_name`
-    (default: the evaluator's own, `describe`) is what the thresholds file says fitted them. With
-    `near_miss_budget`, the upper threshold is `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`,
-    the thresholds file is written there."""
+                 evaluator_name: str | None = None, alpha: float = 1.0, steps: int = 201, progress: bool = True,
+                 near_miss_budget: float | None = None, out: str | Path | None = None) -> QACalibration:
+    """Fit the thresholds from question–answer pairs, scoring with `judge`: a `Corrector` (for example
+    `Corrector(evaluator, score_titles=True)`), which scores each passage as it does when it corrects.
+    `retrieve(question)` gives each question's passages (or pass the lists, in the order of `qa`; a passage
+    may be plain text). `qa` is a JSONL path (`read_qa`) or holds `QAPair`s, `(question, answers)` tuples or
+    `{"question", "answers"}` dicts. `evaluator_name` (default: the judge's evaluator as it describes
+    itself) is what the thresholds file says fitted them. With `near_miss_budget`, the upper threshold is
+    `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is written there."""
     pairs = read_qa(qa) if isinstance(qa, (str, Path)) else [qa_pair(v, f"qa[{i}]") for i, v in enumerate(qa)]
     if not pairs:
         raise ValueError("no question-answer pairs to calibrate on")
     found = [retrieve(p.question) for p in pairs] if callable(retrieve) else retrieve
     retrieved = [[Passage(p) if isinstance(p, str) else p for p in passages] for passages in found]
-    queries = judged_queries(evaluator, pairs, retrieved, titles=titles, progress=progress)
+    queries = judged_queries(judge, pairs, retrieved, progress=progress)
     if not any(q.kind == "answerable" for q in queries):
         raise ValueError(f"none of the {len(pairs)} questions has a retrieved passage holding its answer: check "
                          "the answers and the retriever (is it the index the questions are about?)")
     calibration = fit_thresholds([q.scores for q in queries], [q.labels for q in queries], alpha=alpha, steps=steps)
     grid = [round(-1 + i / 20, 2) for i in range(41)]
     uppers = sorted({*grid, calibration.policy.upper})
-    name = evaluator_name if evaluator_name is not None else describe(evaluator)
+    name = evaluator_name if evaluator_name is not None else describe(judge.evaluator)
     result = QACalibration(calibration, name, queries, tradeoff(queries, uppers))
     if near_miss_budget is not None:
         result = result.choose(near_miss_budget)

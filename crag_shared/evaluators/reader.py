@@ -36,7 +36,7 @@ def shipped_reader() -> Path:
         import_module("tokenizers")
     except ImportError as error:
         raise ImportError(f"{READER_HINT} ({error})") from None
-    directory = Path(str(package.__file__)).with_name("model")
+    directory = Path(package.model_dir())
     if not (directory / MANIFEST).is_file():
         raise EvaluatorConfigurationError(f"crag-reader at {directory.parent} holds no weights ({MANIFEST} is "
                                           "missing): reinstall crag-reader")

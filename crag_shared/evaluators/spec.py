@@ -81,7 +81,7 @@ def _combination_path(evaluator: CombinedEvaluator) -> str:
     return evaluator.path
 
 
-def _custom(target: str, **kwargs: Any) -> RetrievalEvaluator:
+def _custom(target: str, **kwargs: object) -> RetrievalEvaluator:
     raise ValueError(f"evaluator 'custom:{target}' is an evaluator class of your own: a spec cannot rebuild it; "
                      "pass the instance itself (evaluator=...)")
 

@@ -1,15 +1,15 @@
 """`crag run`: CRAG over a whole data set, as the paper's own code is run (a batch job), resumable.
 
-Input records are PopQA/CRAG-style (`question` + `ctxs` with `title`/`text`) or labelled pairs (one row
-per passage, grouped by query). Each output line is one query's result: action, scores, knowledge strips
-with provenance, rewritten query, web URLs and the trace; or its error.
+Input rows are PopQA/CRAG-style records (`question` + `ctxs` with `title`/`text`) or pair rows (one row
+per passage, grouped by query), read in the one row vocabulary (`crag_shared.rows`). Each output line is
+one query's result: action, scores, knowledge strips with provenance, rewritten query, web URLs and the
+trace; or its error.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..corrector import Corrector
+from ..rows import read_records
 from ..types import CorrectionResult, FailedCorrection, Passage
-from .data import json_rows, passage_text, query_id, record_id, row_query
 
 
 @dataclass(frozen=True)
@@ -33,55 +33,11 @@ class Job:
 
 
 def read_jobs(path: str | Path) -> Iterator[Job]:
-    """Jobs in file order. Pair rows of one query (by `query_id`/`question_id`, else the question) are
-    gathered into one job; a malformed line names itself."""
-    grouped: dict[str, Job] = {}
-    for number, row in json_rows(path):
-        try:
-            if "ctxs" in row:
-                job_id = _record_id(row)
-                if not isinstance(row["ctxs"], list):
-                    raise TypeError("ctxs must be a list of passages")
-                passages = [_passage(c, f"{job_id}:{i}") for i, c in enumerate(row["ctxs"])]
-                yield Job(job_id, _question(row), passages)
-                continue
-            question = _question(row)
-            job_id = query_id(row, question)
-            job = grouped.setdefault(job_id, Job(job_id, question, []))
-            job.passages.append(_passage(row, f"{job_id}:{len(job.passages)}"))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{path}:{number}: not a record or pair ({type(error).__name__}: {error})") from None
-    yield from grouped.values()
-
-
-def _question(row: dict[str, Any]) -> str:
-    """The row's question; a missing one (or null, or not text) is an error, never the query "None"."""
-    question = row_query(row)
-    if not isinstance(question, str):
-        raise TypeError(f"the question must be text (`question` or `query`), got {type(question).__name__}")
-    return question
-
-
-def _record_id(row: dict[str, Any]) -> str:
-    """The record's own id (`id`, `idx`, `question_id`), else a hash of its content: a line added or
-    removed elsewhere in the file never changes which record an id names (a line number would)."""
-    if any(key in row for key in ("id", "idx", "question_id")):
-        return record_id(row, 0)
-    canonical = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
-    return "sha1:" + hashlib.sha1(canonical.encode()).hexdigest()[:16]
-
-
-def _passage(row: object, default_id: str) -> Passage:
-    if isinstance(row, str):  # a ctx given as its text alone
-        return Passage(row, id=default_id)
-    if not isinstance(row, dict):
-        raise TypeError(f"a passage must be an object with a text, or the text itself, not {type(row).__name__}")
-    text = passage_text(row)
-    if not isinstance(text, str):
-        raise TypeError("a passage needs a text")
-    title = row.get("title")
-    title = str(title) if title not in (None, "") else None
-    return Passage(text, id=str(row.get("id", default_id)), title=title)
+    """Jobs in file order, read in the one row vocabulary (`crag_shared.rows`): a record, or the pair rows of
+    one question gathered; a job's id is its record's key (its own id, else its content's hash). A malformed
+    line raises, naming the file, the line and the field."""
+    for record in read_records(path, "--data", max_bytes=None):
+        yield Job(record.key, record.question, record.passages)
 
 
 def unique_jobs(jobs: Iterable[Job], path: str | Path) -> list[Job]:

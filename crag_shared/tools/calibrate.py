@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..calibration import Calibration, near_misses
+from ..calibration import Calibration, Judge, judged_scores, near_misses
 from ..evaluators.base import RetrievalEvaluator
+from ..types import Passage
 from .data import Pair, by_query
 
 
@@ -26,12 +27,28 @@ def with_near_misses(pairs: Sequence[Pair], least: int = 3) -> list[Pair]:
 
 def score_by_query(evaluator: RetrievalEvaluator, pairs: Sequence[Pair], *, progress: bool = True
                    ) -> tuple[list[list[float]], list[list[bool]]]:
-    """One evaluator call per query (all its passages in one batch), with a progress bar."""
+    """One evaluator call per query (all its passages in one batch), with a progress bar: the evaluator's
+    own scores of the pairs as read, for pair AUROC and fitting a combination's weights."""
     from tqdm.auto import tqdm
 
     scores, labels = [], []
     for group in tqdm(list(by_query(pairs).values()), desc="scoring", unit="query", disable=not progress):
         scores.append(evaluator.score(group[0].query, [p.passage for p in group]))
+        labels.append([p.relevant for p in group])
+    return scores, labels
+
+
+def judge_by_query(judge: Judge, pairs: Sequence[Pair], *, progress: bool = True
+                   ) -> tuple[list[list[float]], list[list[bool]]]:
+    """Each query's passages scored by `judge` (a `Corrector`: one `judge` call per query, scoring each
+    passage with its title as the Corrector does under `score_titles`), with a progress bar: the scores
+    thresholds are fitted on."""
+    from tqdm.auto import tqdm
+
+    scores, labels = [], []
+    for group in tqdm(list(by_query(pairs).values()), desc="scoring", unit="query", disable=not progress):
+        passages = [Passage(p.passage, title=p.title) for p in group]
+        scores.append(judged_scores(judge, group[0].query, passages).scores)
         labels.append([p.relevant for p in group])
     return scores, labels
 

@@ -19,7 +19,7 @@ from .commands import UsageError, build_parser
 
 if TYPE_CHECKING:
     from ..calibration import QACalibration
-    from ..evaluators import RetrievalEvaluator
+    from ..corrector import Corrector
 
 
 def writable(path: str | None, option: str) -> None:
@@ -50,13 +50,14 @@ def _demo(args: argparse.Namespace) -> int:
     return run(sys.stdout)
 
 
-def _load(args: argparse.Namespace, path: str | None = None) -> list:
-    """The labelled pairs of `path` (default `--data`, kept to `--split`), read with `--titles`; a bad or
-    empty file exits with its error."""
+def _load(args: argparse.Namespace, path: str | None = None, *, titles: bool | None = None) -> list:
+    """The labelled pairs of `path` (default `--data`, kept to `--split`), read with `--titles` unless
+    `titles` says otherwise; a bad or empty file exits with its error."""
     from .data import load_pairs
 
     readable(path or args.data, "--data")
-    return load_pairs(path or args.data, titles=args.titles, split=None if path else args.split)
+    return load_pairs(path or args.data, titles=args.titles if titles is None else titles,
+                      split=None if path else args.split)
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -82,22 +83,32 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge(args: argparse.Namespace) -> Corrector:
+    """The Corrector thresholds are fitted with, built as `crag run` builds its own: `--evaluator`, scoring
+    "title: text" with `--titles`; no fallback evaluator, so a failing evaluator stops the fit instead of
+    fitting another's scores."""
+    from ..config import CRAGConfig
+    from ..corrector import Corrector
+
+    config = CRAGConfig(evaluator=args.evaluator, score_titles=args.titles, fallback_evaluator=None)
+    return Corrector.from_config(config)
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from ..calibration import fit_thresholds
-    from ..evaluators import evaluator_from_spec
     from .batch import json_line
-    from .calibrate import plot, score_by_query, with_near_misses, write_outputs
+    from .calibrate import judge_by_query, plot, with_near_misses, write_outputs
 
     for path, option in ((args.out, "--out"), (args.plot, "--plot"), (args.records, "--records")):
         writable(path, option)
     if args.plot:
         needs("matplotlib", "--plot needs matplotlib: pip install 'crag-shared[plot]', or pass --plot ''")
     if args.qa:
-        return _calibrate_qa(args, evaluator_from_spec(args.evaluator), plot)
+        return _calibrate_qa(args, _judge(args), plot)
     if args.retrieved or args.near_miss_budget is not None:
         raise UsageError("--retrieved and --near-miss-budget go with --qa (labelled --data needs no retrieval)")
-    pairs = with_near_misses(_load(args)) if args.near_misses else _load(args)
-    scores, labels = score_by_query(evaluator_from_spec(args.evaluator), pairs)
+    pairs = _load(args, titles=False)  # the judge adds the titles, as the Corrector does
+    scores, labels = judge_by_query(_judge(args), with_near_misses(pairs) if args.near_misses else pairs)
     result = fit_thresholds(scores, labels, alpha=args.alpha, steps=args.steps)
     summary = write_outputs(result, args.evaluator, scores, labels, args.out, args.plot)
     if args.records:
@@ -110,7 +121,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _calibrate_qa(args: argparse.Namespace, evaluator: RetrievalEvaluator, plot: Callable[..., None]) -> int:
+def _calibrate_qa(args: argparse.Namespace, judge: Corrector, plot: Callable[..., None]) -> int:
     from ..calibration import calibrate_qa, read_qa, read_retrieved
     from .batch import json_line
 
@@ -119,9 +130,8 @@ def _calibrate_qa(args: argparse.Namespace, evaluator: RetrievalEvaluator, plot:
     readable(args.qa, "--qa")
     readable(args.retrieved, "--retrieved")
     qa = read_qa(args.qa)
-    result = calibrate_qa(evaluator, qa, read_retrieved(args.retrieved, qa), evaluator_name=args.evaluator,
-                          alpha=args.alpha, steps=args.steps, titles=args.titles,
-                          near_miss_budget=args.near_miss_budget, out=args.out)
+    result = calibrate_qa(judge, qa, read_retrieved(args.retrieved, qa), evaluator_name=args.evaluator,
+                          alpha=args.alpha, steps=args.steps, near_miss_budget=args.near_miss_budget, out=args.out)
     if args.plot:
         plot(result.calibration, [q.scores for q in result.queries], [q.labels for q in result.queries], args.plot)
     if args.records:
@@ -236,7 +246,17 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `crag` with `argv`; the exit status (2 with one line on stderr for any user error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["bench"]:
+        return _fail(bench_moved(args[1:]))
     return dispatch(build_parser, HANDLERS, "command", argv)
+
+
+def bench_moved(args: Sequence[str]) -> str:
+    """What `crag bench NAME` says: the benchmarks are their own command, `crag-bench NAME`."""
+    name = " ".join(args) or "NAME"
+    return (f"`crag bench` is `crag-bench` since 0.2.0: run `crag-bench {name}` (`crag-bench --help` lists the "
+            "benchmarks; it comes with the development workspace, pip install -r requirements-dev.txt)")
 
 
 def dispatch(parser: Callable[[], argparse.ArgumentParser], handlers: dict[str, Callable[[argparse.Namespace], int]],

@@ -163,7 +163,8 @@ def _calibrate_command(commands: Any) -> None:
     source.add_argument("--qa", help='JSONL questions with answers: {"question", "answers": [...], "id"?} a line; '
                                      "needs --retrieved")
     cal.add_argument("--retrieved", help='with --qa: JSONL, {"id" or "question", "passages": [text or {"text", '
-                                         '"title"}]} a line: what your retriever returned for each question')
+                                         '"title"}]} a line, or any crag run data file: what your retriever '
+                                         'returned for each question')
     cal.add_argument("--near-miss-budget", type=number(float, minimum=0, maximum=1),
                      help="with --qa: instead of Eq. 2's upper threshold, the one keeping the most answers while "
                           "passing on at most this share of the near misses (e.g. 0.2)")

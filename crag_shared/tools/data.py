@@ -4,113 +4,50 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..rows import iter_rows
 from ..text import titled
 
 
 @dataclass(frozen=True)
 class Pair:
-    """One labelled (query, passage) pair, with its query id, split and pair type."""
+    """One labelled (query, passage) pair, with its query id, split, pair type and the passage's title."""
     query: str
     passage: str
     relevant: bool
     query_id: str
     split: str | None = None
     kind: str | None = None  # qa_pairs' pair_type: gold_paragraph, same_article_top_overlap, ...
-
-
-def _label(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return value > 0
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "relevant", "+1"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("0", "-1", "false", "no", "irrelevant"):
-        return False
-    raise ValueError(f"cannot read {value!r} as a relevance label")
-
-
-def passage_text(row: dict[str, Any]) -> Any:
-    """A pair's or ctx's passage: `passage`, else `text` (the one reading of both formats, for every tool)."""
-    return row["passage"] if "passage" in row else row.get("text")
-
-
-def row_query(row: dict[str, Any]) -> Any:
-    """A row's question: `query`, else `question`."""
-    return row["query"] if "query" in row else row.get("question")
-
-
-def record_id(row: dict[str, Any], number: int) -> str:
-    """A retrieval record's id: `id`, else `idx`, else `question_id`, else its line number."""
-    for key in ("id", "idx", "question_id"):
-        if key in row:
-            return str(row[key])
-    return str(number)
-
-
-def query_id(row: dict[str, Any], query: str) -> str:
-    """The query a pair row belongs to: `query_id`, else `question_id`, else the question itself."""
-    return str(row["query_id"] if "query_id" in row else row.get("question_id", query))
-
-
-def _text(row: dict, titles: bool) -> str:
-    text = passage_text(row) or ""
-    return titled(text, row.get("title")) if titles else text
-
-
-def json_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line of a JSONL file; a line that is not a JSON object
-    raises a ValueError naming the file and line."""
-    with Path(path).open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError) as error:
-                raise ValueError(f"{path}:{number}: not JSON ({type(error).__name__}: {error})"[:300]) from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: a line must hold a JSON object, not {type(row).__name__}")
-            yield number, row
+    title: str | None = None
 
 
 def load_pairs(path: str | Path, *, top_k: int = 10, titles: bool = False, split: str | None = None) -> list[Pair]:
-    """Read JSONL pairs, one object a line, in either format:
+    """The labelled pairs of a JSONL file, read in the one row vocabulary (`crag_shared.rows`):
 
-    - pairs: `query` (or `question`), `passage` (or `text`), `label` (or `relevant`: bool, ±1, 0/1),
-      optional `query_id`/`question_id` and `split`;
-    - PopQA retrieval records (`question` + `ctxs` list, as in CRAG's data): the first `top_k` ctxs
-      become pairs labelled by their `relevant` field, the question's `idx` is its id.
+    - pair rows: a question, a passage and its label (`label` or `relevant`: bool, ±1, 0/1), optional
+      `query_id`/`question_id`, `split` and `pair_type`;
+    - records (PopQA/CRAG's `question` + `ctxs`): the first `top_k` passages become pairs labelled by
+      their own `label` or `relevant` field, the record's key (`id`, `idx`, ...) their query id.
 
-    `titles=True` reads each passage as "title: text" (a ctx's or pair's `title` field), exactly as the
-    Corrector scores it with `score_titles=True`, so calibration and training match that setting.
-    `split` keeps only the pairs whose `split` column has that value. Fails when no pair is left.
+    `titles=True` reads each passage as "title: text" (a passage's `title` field), exactly as the
+    Corrector scores it with `score_titles=True`, so training matches that setting.
+    `split` keeps only the pairs whose `split` column has that value. Fails when no pair is left, or when
+    a passage has no label (naming the file, the line and the field).
     """
     pairs: list[Pair] = []
-    for number, row in json_rows(path):
-        try:
-            if "ctxs" in row:
-                qid = record_id(row, number)
-                pairs.extend(Pair(row["question"], _text(c, titles), _label(c["relevant"]), qid, row.get("split"))
-                             for c in row["ctxs"][:top_k])
-                continue
-            query = row_query(row)
-            if not isinstance(query, str):
-                raise ValueError("no query (or question) string")
-            label = row["label"] if "label" in row else row["relevant"]
-            qid = query_id(row, query)
-            pairs.append(Pair(query, _text(row, titles), _label(label), qid, row.get("split"),
-                              row.get("pair_type")))
-        except (KeyError, TypeError, ValueError, RecursionError) as error:
-            raise ValueError(f"{path}:{number}: not a labelled pair ({type(error).__name__}: {error})"[:300]
-                             ) from None
+    for record in iter_rows(path, "labelled pairs"):
+        kind = record.fields.get("pair_type")
+        for i, (passage, label) in enumerate(list(zip(record.passages, record.labels))[:top_k]):
+            if label is None:
+                which = "the passage" if record.pair else f"passage {i} of the record"
+                raise ValueError(f"{record.where}: {which} has no relevance label (`label` or `relevant`)")
+            text = passage.text or ""
+            pairs.append(Pair(record.question, titled(text, passage.title) if titles else text, label, record.key,
+                              record.split, kind if isinstance(kind, str) else None, passage.title))
     if split is not None:
         pairs = [p for p in pairs if p.split == split]
     if not pairs:

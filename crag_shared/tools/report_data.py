@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ..calibration import JudgedQuery, tradeoff
-from ..calibration.answers import json_lines
+from ..files import json_lines
 from ..policy import ActionPolicy
+from ..rows import QUESTION, id_of, named
 
 #: Stages whose milliseconds the trace records, by step name.
 TIMED = {"evaluate": "ms", "refine_internal": "ms", "refine_web": "ms", "result": "total_ms"}
@@ -72,9 +73,11 @@ def _stages(trace: object) -> dict[str, float]:
 
 
 def row_of(number: int, record: Mapping[str, Any]) -> Row:
-    """A report row from one JSON line; a line that is no CRAG record raises ValueError saying what is missing."""
-    question = str(record.get("question") or record.get("query") or "")
-    identifier = str(record.get("id", number))
+    """A report row from one JSON line, its question and id read in the one row vocabulary
+    (`crag_shared.rows`); a line that is no CRAG record raises ValueError saying what is missing."""
+    found = named(record, QUESTION)
+    question = str(found[1]) if found and found[1] is not None else ""
+    identifier = id_of(record) or str(number)
     if "error" in record and "action" not in record:
         return Row(number, identifier, question, "failed", [], None, error=str(record["error"]), record=dict(record))
     scores = record.get("scores")

@@ -103,7 +103,7 @@ class _Model:
         """Keep the encoder's first `layers` layers: a shallower copy costs that share of the time to run."""
         encoder = getattr(self.model.base_model, "encoder", None)
         stack = getattr(encoder, "layer", None)
-        if stack is None or self.config.kind != "bert":
+        if encoder is None or stack is None or self.config.kind != "bert":
             raise ValueError("layers= needs a BERT-style encoder (base_model.encoder.layer)")
         if not 1 <= layers <= len(stack):
             raise ValueError(f"layers must lie in [1, {len(stack)}], got {layers}")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..files import MAX_RECORDED_BYTES, checked_file
+from ..files import MAX_RECORDED_BYTES, json_lines
 from ..types import WebSearchResponse
 from .base import check_search
 from .memory import InMemorySearch, WebPage, remember
@@ -44,17 +43,14 @@ class ReplaySearch:
         self.path = Path(path)
         self._recorded: dict[str, list[WebPage]] = {}
         pages: dict[str, WebPage] = {}
-        with checked_file(self.path, "replay", MAX_RECORDED_BYTES).open("rb") as lines:
-            for number, raw in enumerate(lines, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    query, results = _record(json.loads(raw.decode("utf-8")))
-                except (ValueError, KeyError, TypeError, RecursionError) as error:  # UnicodeDecodeError too
-                    message = f"{self.path}:{number}: not a replay record ({type(error).__name__}: {error})"
-                    raise ValueError(message[:300]) from None
-                self._recorded[_key(query)] = results
-                pages.update((p.url, p) for p in results)
+        for number, value in json_lines(self.path, "replay", MAX_RECORDED_BYTES):
+            try:
+                query, results = _record(value)
+            except (ValueError, KeyError, TypeError) as error:
+                message = f"{self.path}:{number}: not a replay record ({type(error).__name__}: {error})"
+                raise ValueError(message[:300]) from None
+            self._recorded[_key(query)] = results
+            pages.update((p.url, p) for p in results)
         self._all = InMemorySearch(pages.values())
         self.queries: list[str] = []
 
