@@ -83,3 +83,10 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
     (out / "reader_recipe.json").write_text(json.dumps(summary, indent=2))
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return summary
+
+
+def export_reader(checkpoint: Path, target: Path) -> Path:
+    """The trained checkpoint as the reader's ONNX export: int8 weights, the embedding table included."""
+    from crag_shared.evaluators.onnx_export import export_onnx
+
+    return export_onnx(str(checkpoint), target, quantize=True, int8_embeddings=True)
