@@ -23,7 +23,8 @@ OnWebFailure = Literal["keep", "drop"]
 class CRAGConfig:
     """The knobs of one CRAG corrector, as plain values; read-only once checked (assign a new one).
 
-    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("lexical", "cross-encoder:PATH_OR_ID",
+    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("default": the reader when installed for
+    English, else lexical; "reader", "lexical", "cross-encoder:PATH_OR_ID",
     "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM); `evaluator_options` are its
     constructor's keyword settings as plain values (`{"max_length": 256, "quantize": True}`).
     Thresholds: `thresholds_path` (JSON from `crag calibrate`) wins over `upper`/`lower`; a threshold
@@ -39,7 +40,7 @@ class CRAGConfig:
     is here, under the name the Haystack components use too.
     """
 
-    evaluator: str = "lexical"
+    evaluator: str = "default"
     evaluator_options: dict[str, Any] | None = None
     upper: float | None = None
     lower: float | None = None

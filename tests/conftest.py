@@ -7,6 +7,9 @@ import os
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the suite's behaviour tests are written for the lexical judge; tests of the default judge itself
+# (tests/test_reader.py) clear this
+os.environ.setdefault("CRAG_DEFAULT_EVALUATOR", "lexical")
 
 from pathlib import Path
 

@@ -23,7 +23,7 @@ def evaluator_settings(config: CRAGConfig, spec: str | None = None) -> dict[str,
     spec = spec or config.evaluator
     options = dict(config.evaluator_options or {}) if spec == config.evaluator else {}
     kind = evaluator_kind(spec)
-    if config.language != "en" and (kind == "lexical" or "embedding" in kind):
+    if config.language != "en" and (kind in ("lexical", "default") or "embedding" in kind):
         options.setdefault("language", config.language)
     return options
 

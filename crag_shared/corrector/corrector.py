@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 from ..aio import in_thread
 from ..config import CRAGConfig
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
-from ..evaluators.spec import describe, evaluator_from_spec
+from ..evaluators.spec import default_evaluator, describe, evaluator_from_spec
 from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -64,7 +64,9 @@ def _language_of(evaluator: RetrievalEvaluator) -> str:
 class Corrector(Walks):
     """Corrects one query's retrieval: the core every framework adapter calls.
 
-    Every argument is optional. Defaults: `LexicalEvaluator` (offline, no download), its own thresholds,
+    Every argument is optional. Defaults: the judge "default" stands for (`default_evaluator`: the reader,
+    crag's trained answerability judge, when `crag-shared[reader]` is installed and the language is English,
+    else `LexicalEvaluator`; offline either way, nothing to download), its own thresholds,
     `StripRefiner("excerption")` for internal passages, `StripRefiner("selection")` for web paragraphs
     (pages are already split into paragraphs, as in the paper), the offline keyword `QueryRewriter`, and
     no web search: nothing leaves the machine unless you pass a `web_search` provider.
@@ -111,7 +113,7 @@ class Corrector(Walks):
             raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
         evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator"),
                                          _evaluator(fallback_evaluator, "fallback_evaluator"))
-        self.evaluator = evaluator or evaluator_from_spec("lexical")
+        self.evaluator = evaluator or default_evaluator(language if language is not None else "en")
         self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
         self.refiner = refiner or StripRefiner("excerption")
         self.web_refiner = web_refiner or StripRefiner("selection")

@@ -6,6 +6,8 @@ serialized components all come here; error messages and help texts show the tabl
 from __future__ import annotations
 
 import json
+import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
@@ -58,6 +60,31 @@ def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvalu
                 lambda e: e.model_name or "", placeholder="PATH_OR_ID", accepts=lambda e: e.unit == unit)
 
 
+#: The environment setting that pins the judge "default" stands for, as a spec (e.g. "lexical" for a
+#: deployment that must not load a model, or a test suite written for the lexical judge).
+DEFAULT_ENV = "CRAG_DEFAULT_EVALUATOR"
+_TOLD_NO_READER: list[bool] = []
+
+
+def default_evaluator(language: str = "en", **kwargs: Any) -> RetrievalEvaluator:
+    """The judge "default" stands for: the reader (crag's trained answerability judge) for English when its
+    distribution is installed (`crag-shared[reader]`, which both adapters install), else the lexical judge in
+    `language`; the spec in `CRAG_DEFAULT_EVALUATOR` when set. Which one was taken is in every trace."""
+    pinned = os.environ.get(DEFAULT_ENV, "").strip()
+    if pinned:
+        if EVALUATOR_SPECS.parse(pinned)[0].name == "default":
+            raise ValueError(f"{DEFAULT_ENV}={pinned!r} names the default itself: give a judge's spec, e.g. 'lexical'")
+        return evaluator_from_spec(pinned, **({"language": language} if pinned == "lexical" else {}), **kwargs)
+    if language == "en":
+        try:
+            return ReaderEvaluator(**kwargs)
+        except ImportError as error:
+            if not _TOLD_NO_READER:
+                _TOLD_NO_READER.append(True)
+                logging.getLogger("crag").info("judging with the lexical evaluator: %s", error)
+    return LexicalEvaluator(language=language, **kwargs)
+
+
 def _reader(target: str, **kwargs: Any) -> ReaderEvaluator:
     """The shipped reader, or a reader export of your own at `target`."""
     if target:
@@ -96,6 +123,7 @@ def _judge(target: str, *, llm: LLM | None = None, **kwargs: Any) -> LLMEvaluato
 
 
 EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
+    Kind("default", "none", lambda target, **kwargs: default_evaluator(**kwargs)),
     Kind("lexical", "none", lambda target, **kwargs: LexicalEvaluator(**kwargs), LexicalEvaluator, lambda e: ""),
     Kind("reader", "optional", _reader, ReaderEvaluator, lambda e: "" if e.shipped else e.model_name,
          placeholder="PATH"),

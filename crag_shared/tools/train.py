@@ -49,6 +49,7 @@ class TrainConfig:
     device: str = "auto"
     layers: int | None = None
     bf16: bool | None = None
+    keep_best: bool = False
 
 
 @dataclass
@@ -236,6 +237,9 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
                 if not held or math.isnan(report.best_auroc) or value > report.best_auroc:
                     report.best_auroc, report.best_step, bad_evals = value, step, 0
                     best_state = {k: v.detach().clone() for k, v in model.model.state_dict().items()}
+                    if config.keep_best:  # an interrupted run still leaves its best model
+                        report.steps, report.seconds = step, time.perf_counter() - started
+                        _save(model, config, report)
                 else:
                     bad_evals += 1
                     if bad_evals >= config.patience:
