@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("haystack")
 pytest.importorskip("llama_index.core")
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, component
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
@@ -19,7 +19,7 @@ from crag_haystack.testing import ExtractiveChatGenerator
 from crag_haystack.testing import FixedRetriever as HaystackRetriever
 from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGQueryEngineTool, CRAGWorkflow
 from crag_llamaindex.testing import FixedRetriever, RuleLLM
-from crag_shared import Corrector, CRAGConfig
+from crag_shared import Corrector, CRAGConfig, FunctionSearch
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, UNVERIFIED_NOTE, unverified_mark
 
 NEAR = "Who wrote Middlemarch?"  # Ambiguous with the lexical judge: nothing scores the upper threshold
@@ -137,3 +137,31 @@ def test_the_haystack_tool_text_marks_the_unverified_strips():
     assert "1937" in correct and "unverified" not in correct
     assert knowledge_text(CorrectiveRetriever(documents_by_question()).run(query=NEAR)).startswith(
         "CRAG verdict: ambiguous; no reliable knowledge")
+
+
+@component
+class OffTopicWeb:
+    """A web search component whose one page says nothing about the question: pages, but no web knowledge."""
+
+    @component.output_types(documents=list[Document], issues=list[str], links=list[str])
+    def run(self, query: str):
+        return {"documents": [Document(content=OFF_TOPIC, meta={"title": "Pasta", "url": "https://pasta.example",
+                                                                "crag_origin": "web"})],
+                "issues": [], "links": ["https://pasta.example"]}
+
+
+OFF_TOPIC = "Boil the pasta for ten minutes in salted water."
+
+
+def test_pages_whose_strips_all_fail_are_no_web_knowledge_in_the_core_and_the_pipeline():
+    web = FunctionSearch(lambda query: [{"link": "https://pasta.example", "title": "Pasta", "snippet": OFF_TOPIC}],
+                         fetch_pages=False)
+    core = Corrector(web_search=web).correct(NEAR, PASSAGES[NEAR])
+    assert core.web is not None and core.web.passages and not core.external
+    assert core.abstained and "upper threshold" in core.abstention.reason  # the floor held without web knowledge
+    generator = ExtractiveChatGenerator()
+    ran = build_crag_pipeline(documents_by_question(), generator, web_search=OffTopicWeb()).run(
+        {"query": NEAR}, include_outputs_from={"web_refiner"})
+    assert ran["web_refiner"]["documents"] == [] and "no_answer" in ran and generator.prompts == []
+    guarded = Corrector(web_search=web, ambiguous="guard").correct(NEAR, PASSAGES[NEAR])
+    assert guarded.knowledge and all(s.unverified for s in guarded.knowledge)
