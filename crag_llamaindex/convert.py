@@ -11,10 +11,16 @@ from crag_shared.adapter import (
     Origin,
     Passage,
     Strip,
+    abstention_note,
     neutralized,
     passage_from_record,
+    result_metadata,
     strip_metadata,
 )
+
+#: The id of the node that carries an abstention: LlamaIndex keys a response's metadata by its source nodes'
+#: ids, so the drop-in's response reads `response.metadata["crag"]`, as `CRAGQueryEngine`'s does.
+ABSTENTION_NODE_ID = "crag"
 
 
 def to_passage(item: NodeWithScore) -> Passage:
@@ -98,3 +104,15 @@ def _original(item: NodeWithScore, retrieval_score: bool, unverified: bool) -> B
     added = {**({"retrieval_score": item.score} if retrieval_score else {}),
              **({UNVERIFIED_KEY: UNVERIFIED_NOTE} if unverified else {})}
     return item.node.model_copy(update={"metadata": {**item.node.metadata, **added}}) if added else item.node
+
+
+def abstention_node(result: CorrectionResult) -> NodeWithScore:
+    """A CRAG abstention as the one node a query engine's synthesizer gets: its text tells the LLM that CRAG
+    found no reliable knowledge and why (`abstention_note`), none of the rejected passages' text; its
+    metadata is CRAG's verdict (the summary and the trace), kept out of the prompt and of embeddings."""
+    if result.abstention is None:
+        raise ValueError("abstention_node takes a correction that abstained (result.abstained)")
+    verdict = dict(result_metadata(result))
+    return NodeWithScore(node=TextNode(id_=ABSTENTION_NODE_ID, text=abstention_note(result.abstention.reason),
+                                       metadata=verdict, excluded_llm_metadata_keys=list(verdict),
+                                       excluded_embed_metadata_keys=list(verdict)))

@@ -75,6 +75,13 @@ def no_knowledge_why(reason: str) -> str:
     return f"CRAG found no reliable knowledge for this question: {' '.join(reason.split()).rstrip('.')}."
 
 
+def abstention_note(reason: str) -> str:
+    """What an LLM reads in place of knowledge when CRAG abstained inside a prompt crag does not own (the
+    LlamaIndex drop-in): why there is none, and the instruction to say so rather than answer."""
+    return (f"{no_knowledge_why(reason)} Say that the answer was not found and why; do not answer from other "
+            "knowledge.")
+
+
 TITLE_KEYS = ("title", "document_title", "file_name", "filename", "name")
 URL_KEYS = ("url", "link", "source_url", "source", "file_path")
 
@@ -184,6 +191,7 @@ __all__ = [
     "WebSearch",
     "WebSearchResponse",
     "abstention_for",
+    "abstention_note",
     "ambiguous_rule",
     "calibrate_qa",
     "check_judge_prompt",
