@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared.adapter import ToolStrip, tool_text
+from crag_shared.adapter import UNVERIFIED_KEY, ToolStrip, tool_text
 
 
 def _summary(outputs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -19,12 +19,13 @@ def _summary(outputs: Mapping[str, Any]) -> Mapping[str, Any]:
         abstention = "nothing retrieved"
     return {"action": outputs.get("action") or "unjudged", "scores": outputs.get("scores") or [],
             "abstention": {"reason": abstention} if abstention else None,
-            "strips": [{"origin": d.meta.get("crag_origin"), "score": d.meta.get("crag_score")} for d in documents]}
+            "strips": [{"origin": d.meta.get("crag_origin"), "score": d.meta.get("crag_score"),
+                        "unverified": UNVERIFIED_KEY in d.meta} for d in documents]}
 
 
 def _strip(document: Document) -> ToolStrip:
     score = document.meta.get("crag_score", document.score)
-    return ToolStrip(document.content or "", document.meta.get("web_source"), score)
+    return ToolStrip(document.content or "", document.meta.get("web_source"), score, UNVERIFIED_KEY in document.meta)
 
 
 def knowledge_text(outputs: Mapping[str, Any]) -> str:

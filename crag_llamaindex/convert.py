@@ -5,14 +5,22 @@ from __future__ import annotations
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
 from crag_shared.adapter import (
+    UNVERIFIED_KEY,
+    UNVERIFIED_NOTE,
     CorrectionResult,
     Origin,
     Passage,
     Strip,
+    abstention_note,
     neutralized,
     passage_from_record,
+    result_metadata,
     strip_metadata,
 )
+
+#: The id of the node that carries an abstention: LlamaIndex keys a response's metadata by its source nodes'
+#: ids, so the drop-in's response reads `response.metadata["crag"]`, as `CRAGQueryEngine`'s does.
+ABSTENTION_NODE_ID = "crag"
 
 
 def to_passage(item: NodeWithScore) -> Passage:
@@ -39,7 +47,8 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
     own becomes the SOURCE. `start_char_idx`/`end_char_idx` locate the strip in what SOURCE points at:
     the document when the chunk has offsets of its own, else the chunk. The `crag_*` keys are kept out
     of the LLM prompt and every CRAG key out of embeddings; `web_source` (web strips) is shown to the LLM
-    to mark the text as untrusted. `keep_retrieval_score` adds the source node's retrieval score as
+    to mark the text as untrusted, `unverified` (`ambiguous="guard"`) to tell it to answer from the strip
+    only if it states the answer. `keep_retrieval_score` adds the source node's retrieval score as
     `retrieval_score`, as LlamaIndex's rerankers do."""
     item = sources[strip.source_index] if strip.origin is Origin.INTERNAL else None
     source = item.node if item else None
@@ -78,15 +87,32 @@ def _merge(first: list[str] | None, second: list[str]) -> list[str]:
 def knowledge_nodes(result: CorrectionResult, sources: list[NodeWithScore], return_strips: bool,
                     keep_retrieval_score: bool = False) -> list[NodeWithScore]:
     """The knowledge as nodes: strips (default), or the original nodes that yielded internal knowledge
-    (their content untouched, scored by the evaluator) followed by the web strips."""
+    (their content untouched, scored by the evaluator; one whose strips are all unverified carries the
+    mark) followed by the web strips."""
     if return_strips:
         return [strip_node(s, result, sources, keep_retrieval_score) for s in result.knowledge]
     used = sorted({s.source_index for s in result.internal})
-    originals = [NodeWithScore(node=_with_retrieval_score(sources[i]) if keep_retrieval_score else sources[i].node,
+    unverified = {i for i in used if all(s.unverified for s in result.internal if s.source_index == i)}
+    originals = [NodeWithScore(node=_original(sources[i], keep_retrieval_score, i in unverified),
                                score=result.scores[i]) for i in used]
     return originals + [strip_node(s, result, sources) for s in result.external]
 
 
-def _with_retrieval_score(item: NodeWithScore) -> BaseNode:
-    """A copy of the node with its retrieval score in metadata (the user's node itself is not changed)."""
-    return item.node.model_copy(update={"metadata": {**item.node.metadata, "retrieval_score": item.score}})
+def _original(item: NodeWithScore, retrieval_score: bool, unverified: bool) -> BaseNode:
+    """The node itself, or a copy with its retrieval score and the unverified mark in metadata (the user's
+    node is never changed)."""
+    added = {**({"retrieval_score": item.score} if retrieval_score else {}),
+             **({UNVERIFIED_KEY: UNVERIFIED_NOTE} if unverified else {})}
+    return item.node.model_copy(update={"metadata": {**item.node.metadata, **added}}) if added else item.node
+
+
+def abstention_node(result: CorrectionResult) -> NodeWithScore:
+    """A CRAG abstention as the one node a query engine's synthesizer gets: its text tells the LLM that CRAG
+    found no reliable knowledge and why (`abstention_note`), none of the rejected passages' text; its
+    metadata is CRAG's verdict (the summary and the trace), kept out of the prompt and of embeddings."""
+    if result.abstention is None:
+        raise ValueError("abstention_node takes a correction that abstained (result.abstained)")
+    verdict = dict(result_metadata(result))
+    return NodeWithScore(node=TextNode(id_=ABSTENTION_NODE_ID, text=abstention_note(result.abstention.reason),
+                                       metadata=verdict, excluded_llm_metadata_keys=list(verdict),
+                                       excluded_embed_metadata_keys=list(verdict)))

@@ -36,7 +36,7 @@ from crag_shared.adapter import (
     saved_evaluator,
 )
 
-from .convert import knowledge_nodes, to_passage, unjudgeable
+from .convert import abstention_node, knowledge_nodes, to_passage, unjudgeable
 from .embedding import embedding_evaluator
 from .instrumentation import aemit, dispatcher, emit, reranking
 from .llm import LlamaIndexLLM, configured_llm
@@ -48,9 +48,14 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     as a reranker does: sorted by CRAG's score (in [-1, 1]), at most `top_n`, the retrieval score kept in
     `metadata["retrieval_score"]` with `keep_retrieval_score=True`.
 
-    When CRAG abstains (retrieval judged Incorrect and no web knowledge, or an empty query) it returns no
-    nodes: irrelevant text never reaches the LLM. `correct()` also returns the `CorrectionResult`, whose
-    `abstention` says why; `on_web_failure="keep"` keeps the best strips of Incorrect retrieval instead.
+    When CRAG abstains (retrieval judged Incorrect and no web knowledge, nothing passing its judgment, or
+    an empty query), none of the retrieved text goes on: in a query engine (`postprocess_nodes`) it returns
+    one node instead, whose text tells the LLM that CRAG found no reliable knowledge and why, and whose
+    metadata is CRAG's verdict, so the engine's response reads `response.metadata["crag"]` (the node's id
+    is "crag") and the answer says why; `abstention_note=False` returns no nodes (LlamaIndex's
+    synthesizers then answer "Empty Response"). `correct()` returns the knowledge nodes and the
+    `CorrectionResult`, whose `abstention` says why; `on_web_failure="keep"` keeps the best strips of
+    Incorrect retrieval instead.
 
     Returns knowledge strips as new `TextNode`s, each at most `max_strip_chars` long. Their metadata
     carries `crag_action`, `crag_score`, `crag_origin`, `crag_source_id`, `crag_position`, the character
@@ -76,6 +81,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     keep_retrieval_score: bool = Field(default=False, description="keep the retrieval score in metadata")
     reuse_query_embedding: bool = Field(
         default=True, description="judge with the query bundle's embedding when the retriever computed one")
+    abstention_note: bool = Field(
+        default=True, description="on abstention, return one node that tells the LLM and the response why")
     _llm: LlamaIndexLLM = PrivateAttr(default_factory=LlamaIndexLLM)
     _web_search: WebSearch | None = PrivateAttr(default=None)
     _evaluator: RetrievalEvaluator | None = PrivateAttr(default=None)
@@ -89,7 +96,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
         settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
         own = {name: settings.pop(name) for name in ("return_strips", "top_n", "keep_retrieval_score",
-                                                     "reuse_query_embedding") if name in settings}
+                                                     "reuse_query_embedding", "abstention_note") if name in settings}
         if isinstance(evaluator, BaseEmbedding):  # the app's embedding model itself: judge with it
             evaluator = embedding_evaluator(evaluator)
         elif evaluator is not None and not isinstance(evaluator, (str, RetrievalEvaluator)):
@@ -168,7 +175,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
 
     @staticmethod
     def _query(query_bundle: QueryBundle | None) -> str:
-        """The query to judge; an empty one is judged as unjudged by the core (no nodes come back)."""
+        """The query to judge; an empty one is judged as unjudged by the core (CRAG abstains on it)."""
         if query_bundle is None:
             raise ValueError("CRAGPostprocessor needs the query: pass query_bundle=... or query_str=...")
         if not isinstance(query_bundle, QueryBundle):
@@ -248,15 +255,22 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
             judge.prompt = self._prompts["judge"] = check_judge_prompt(
                 _to_core(prompts["judge_prompt"].get_template()), judge.mode)
 
+    def _delivered(self, knowledge: list[NodeWithScore], result: CorrectionResult) -> list[NodeWithScore]:
+        """What a query engine's synthesizer gets: the knowledge, or, when CRAG abstained, the abstention node
+        (before any image CRAG could not judge)."""
+        if result.abstained and self.abstention_note:
+            return [abstention_node(result), *knowledge]
+        return knowledge
+
     @dispatcher.span
     def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                            ) -> list[NodeWithScore]:
-        return self.correct(nodes, query_bundle)[0]
+        return self._delivered(*self.correct(nodes, query_bundle))
 
     @dispatcher.span
     async def _apostprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                                   ) -> list[NodeWithScore]:
-        return (await self.acorrect(nodes, query_bundle))[0]
+        return self._delivered(*(await self.acorrect(nodes, query_bundle)))
 
 
 def _to_llamaindex(template: str) -> str:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .calibration import QACalibration, QAPair, calibrate_qa, read_qa
-from .config import CRAGConfig, OnWebFailure, RefineMode
-from .corrector import NO_WEB_SEARCH, Corrector, abstention_for, ambiguous_floor
+from .config import AmbiguousMode, CRAGConfig, OnWebFailure, RefineMode
+from .corrector import NO_WEB_SEARCH, AmbiguousRule, Corrector, abstention_for, ambiguous_rule
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
@@ -24,6 +24,7 @@ from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
 from .trace import Fallback, logging_to
 from .types import (
+    UNVERIFIED_NOTE,
     Action,
     CorrectionResult,
     Judgment,
@@ -34,6 +35,7 @@ from .types import (
     WebOutcome,
     WebSearchResponse,
     neutralized,
+    unverified_mark,
 )
 from .verdict import ToolStrip, result_tool_text, tool_text, verdict_line, web_summary
 from .web.base import WebSearch
@@ -61,6 +63,24 @@ NO_KNOWLEDGE_ANSWER = "I could not find reliable information to answer this ques
 NO_CONTEXT_INSTRUCTION = ("No reliable information was found for the question below: the retrieved passages were "
                           "judged irrelevant and no other source was available. Say that you could not find the "
                           "answer; do not guess.")
+
+#: The metadata key of a strip CRAG could not verify (`ambiguous="guard"`): its value, `UNVERIFIED_NOTE`, is
+#: shown to the LLM beside the text (LlamaIndex's metadata line, the Haystack template's mark).
+UNVERIFIED_KEY = "unverified"
+
+
+def no_knowledge_why(reason: str) -> str:
+    """CRAG's abstention in words a reader (and an LLM) understands: that no reliable knowledge was found, and
+    why. Haystack's `NoAnswerReply` and the LlamaIndex drop-in's abstention node say it."""
+    return f"CRAG found no reliable knowledge for this question: {' '.join(reason.split()).rstrip('.')}."
+
+
+def abstention_note(reason: str) -> str:
+    """What an LLM reads in place of knowledge when CRAG abstained inside a prompt crag does not own (the
+    LlamaIndex drop-in): why there is none, and the instruction to say so rather than answer."""
+    return (f"{no_knowledge_why(reason)} Say that the answer was not found and why; do not answer from other "
+            "knowledge.")
+
 
 TITLE_KEYS = ("title", "document_title", "file_name", "filename", "name")
 URL_KEYS = ("url", "link", "source_url", "source", "file_path")
@@ -95,6 +115,8 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
         metadata["title"] = strip.title
         metadata["url"] = strip.url
         metadata["web_source"] = strip.source_label  # shown to the LLM beside the text
+    if strip.unverified:
+        metadata[UNVERIFIED_KEY] = UNVERIFIED_NOTE  # shown to the LLM beside the text
     if result is None:
         return metadata
     metadata["crag_action"] = result.action.value
@@ -135,10 +157,14 @@ __all__ = [
     "NO_WEB_SEARCH",
     "PAPER_REWRITE_PROMPT",
     "TITLE_KEYS",
+    "UNVERIFIED_KEY",
+    "UNVERIFIED_NOTE",
     "URL_KEYS",
     "WEB_PROVIDERS",
     "Action",
     "ActionPolicy",
+    "AmbiguousMode",
+    "AmbiguousRule",
     "CRAGConfig",
     "CorrectionResult",
     "Corrector",
@@ -165,7 +191,8 @@ __all__ = [
     "WebSearch",
     "WebSearchResponse",
     "abstention_for",
-    "ambiguous_floor",
+    "abstention_note",
+    "ambiguous_rule",
     "calibrate_qa",
     "check_judge_prompt",
     "config_from",
@@ -176,6 +203,7 @@ __all__ = [
     "keyword_query",
     "logging_to",
     "neutralized",
+    "no_knowledge_why",
     "passage_from_record",
     "read_qa",
     "read_search",
@@ -184,6 +212,7 @@ __all__ = [
     "saved_evaluator",
     "strip_metadata",
     "tool_text",
+    "unverified_mark",
     "verdict_html",
     "verdict_line",
     "web_search_from_spec",

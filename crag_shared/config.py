@@ -17,6 +17,9 @@ from .text.analysis import check_language
 RefineMode = Literal["fixed_num", "excerption", "selection"]
 #: What Incorrect does without web knowledge: abstain ("drop", the paper) or keep the best strips, flagged.
 OnWebFailure = Literal["keep", "drop"]
+#: What an Ambiguous question's strips that CRAG could not verify (below the upper threshold) do: dropped
+#: without web knowledge ("drop", unless `on_web_failure="keep"`), or handed on marked unverified ("guard").
+AmbiguousMode = Literal["drop", "guard"]
 
 
 @dataclass
@@ -32,7 +35,11 @@ class CRAGConfig:
     `web_refine_mode` for web paragraphs, both keeping at most `strip_top_k` strips scoring at least
     `strip_threshold`, each at most `max_strip_chars` long (text without sentence punctuation is cut at
     word boundaries). `on_web_failure`: what Incorrect does without web knowledge, "drop" (the paper:
-    abstain) or "keep" (the internal passages' best strips, flagged). `max_keywords` bounds the search
+    abstain) or "keep" (the internal passages' best strips, flagged; Ambiguous then keeps its strips that pass the
+    strip threshold too). `ambiguous`: what an Ambiguous question's strips scoring below the upper threshold
+    do, "drop" (without web knowledge they are dropped, unless `on_web_failure="keep"`) or "guard" (they
+    reach the generator marked unverified, with the instruction to answer only from a passage that states
+    the answer and otherwise say it was not found). `max_keywords` bounds the search
     rewrite; `fallback_evaluator` (a spec, or None to re-raise) scores when the evaluator fails at run
     time. `language` (ISO 639-1, or "auto" to detect each question's) is what the lexical and embedding
     evaluators, the strip refiners and the offline keyword rewrite analyze text as, and the language whose
@@ -50,6 +57,7 @@ class CRAGConfig:
     strip_threshold: float = -0.5
     web_top_k: int = 5
     on_web_failure: OnWebFailure = "drop"
+    ambiguous: AmbiguousMode = "drop"
     score_titles: bool = False
     web_refine_mode: RefineMode = "selection"
     max_keywords: int = 3
@@ -83,6 +91,7 @@ class CRAGConfig:
             _expect(name, value, value in ("fixed_num", "excerption", "selection"),
                     "'excerption', 'fixed_num' or 'selection'")
         _expect("on_web_failure", self.on_web_failure, self.on_web_failure in ("keep", "drop"), "'drop' or 'keep'")
+        _expect("ambiguous", self.ambiguous, self.ambiguous in ("drop", "guard"), "'drop' or 'guard'")
         _expect("score_titles", self.score_titles, isinstance(self.score_titles, bool), "True or False")
         try:
             check_language(self.language)

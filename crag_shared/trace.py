@@ -134,6 +134,21 @@ class PassagesFiltered(Step):
 
 
 @dataclass(frozen=True)
+class AmbiguousStrips(Step):
+    """What `AmbiguousRule` made of an Ambiguous question's internal strips: those scoring at least `floor`
+    (the upper threshold, or above every score for a question that names no one) are kept; those below
+    are dropped without web knowledge (`rule` "drop"), kept ("keep") or kept marked unverified ("guard")."""
+
+    name: ClassVar[str] = "ambiguous_strips"
+    floor: float
+    rule: str
+    web_knowledge: bool
+    kept: int
+    unverified: int
+    dropped: int
+
+
+@dataclass(frozen=True)
 class TruncatedPassage(Step):
     """A passage cut to the refiner's `max_chars` before splitting."""
     name: ClassVar[str] = "truncate_passage"

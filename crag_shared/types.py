@@ -78,12 +78,25 @@ def neutralized(text: str) -> str:
     return _SOURCE_LINE.sub(r"\1web_source\2 -", text)
 
 
+#: What the generator reads beside a strip CRAG could not verify (`ambiguous="guard"`), after the mark
+#: "unverified": the instruction that keeps an unsure passage from becoming an answer it does not state.
+UNVERIFIED_NOTE = ("CRAG could not verify that this passage answers the question: answer from it only if it "
+                   "states the answer; if no passage does, say that the answer was not found.")
+
+
+def unverified_mark() -> str:
+    """The mark and the instruction as one line, as every prompt crag owns shows them beside a strip."""
+    return f"[unverified: {UNVERIFIED_NOTE}]"
+
+
 @dataclass(frozen=True)
 class Strip:
     """A piece of refined knowledge with its provenance.
 
     `position` is the strip's index within its source; `start`/`end` are character offsets into the source
-    text, so a citation can point at the exact span.
+    text, so a citation can point at the exact span. `unverified`: an Ambiguous question's strip scoring
+    below the upper threshold, handed on under `ambiguous="guard"` (the prompt marks it, see
+    `UNVERIFIED_NOTE`).
     """
 
     text: str
@@ -96,6 +109,7 @@ class Strip:
     end: int
     title: str | None = None
     url: str | None = None
+    unverified: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """This object as JSON-ready values."""
@@ -115,9 +129,10 @@ class Strip:
         """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that
         says "ignore previous instructions" reads as quoted page content, not as the prompt's own words. The
         page cannot forge the delimiters: its own `[web:` / `[end of web text]` are neutralized, and the
-        label (URL or title) is one line without brackets."""
+        label (URL or title) is one line without brackets. An unverified strip follows its mark."""
         label = self.source_label
-        return self.text if label is None else f"[web: {label}]\n{neutralized(self.text)}\n[end of web text]"
+        text = self.text if label is None else f"[web: {label}]\n{neutralized(self.text)}\n[end of web text]"
+        return f"{unverified_mark()}\n{text}" if self.unverified else text
 
 
 @dataclass(frozen=True)
@@ -287,7 +302,8 @@ class CorrectionResult:
             "rewritten_query": self.rewritten_query,
             "web_urls": [r.url for r in self.web_results],
             "strips": [{"score": s.score, "origin": s.origin.value, "source_id": s.source_id,
-                        "position": s.position, "url": s.url, "title": s.title} for s in self.knowledge],
+                        "position": s.position, "url": s.url, "title": s.title, "unverified": s.unverified}
+                       for s in self.knowledge],
             "fallbacks": [asdict(f) for f in self.fallbacks],
         }
 

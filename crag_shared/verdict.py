@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .policy import ActionPolicy
-from .types import CorrectionResult
+from .types import CorrectionResult, unverified_mark
 
 #: The longest reason quoted in a verdict line; longer ones are cut at a word boundary.
 REASON_CHARS = 160
@@ -23,11 +23,12 @@ REASON_CHARS = 160
 @dataclass(frozen=True)
 class ToolStrip:
     """One strip as a tool result shows it: its text, the web page it came from (None for the user's own
-    knowledge) and its score."""
+    knowledge), its score, and whether CRAG could not verify it (`ambiguous="guard"`)."""
 
     text: str
     source: str | None = None
     score: float | None = None
+    unverified: bool = False
 
 
 def _short(reason: str, limit: int = REASON_CHARS) -> str:
@@ -57,6 +58,9 @@ def verdict_line(summary: Mapping[str, Any]) -> str:
     weak = _weak(strips, thresholds)
     if weak:
         parts.append(f"{weak} web strip{'s' if weak != 1 else ''} below the upper threshold (marked weak)")
+    unverified = sum(1 for s in strips if s.get("unverified"))
+    if unverified:
+        parts.append(f"{unverified} strip{'s' if unverified != 1 else ''} unverified (marked)")
     fallbacks = summary.get("fallbacks") or []
     if fallbacks:
         parts.append("fallback: " + _short("; ".join(f"{f.get('stage')}: {f.get('reason')}" for f in fallbacks)))
@@ -72,11 +76,12 @@ def _weak(strips: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any]) ->
 
 def tool_text(summary: Mapping[str, Any], strips: Sequence[ToolStrip]) -> str:
     """The verdict line, then one "- " line per strip (web strips with their page, and "weak" where the
-    strip scored below the upper threshold): the whole tool result an agent reads."""
+    strip scored below the upper threshold; an unverified strip after its mark and instruction): the whole
+    tool result an agent reads."""
     upper = (summary.get("thresholds") or {}).get("upper")
     lines = [verdict_line(summary)]
     for strip in strips:
-        line = f"- {' '.join(strip.text.split())}"
+        line = f"- {unverified_mark() + ' ' if strip.unverified else ''}{' '.join(strip.text.split())}"
         if strip.source:
             weak = upper is not None and strip.score is not None and strip.score < upper
             line += f" [from {strip.source}{f'; weak match {strip.score:+.2f}' if weak else ''}]"
@@ -103,4 +108,5 @@ def web_summary(scores: Sequence[float], thresholds: tuple[float, float], missin
 
 def result_tool_text(result: CorrectionResult) -> str:
     """`tool_text` of a core `CorrectionResult`."""
-    return tool_text(result.summary(), [ToolStrip(s.text, s.source_label, s.score) for s in result.knowledge])
+    return tool_text(result.summary(), [ToolStrip(s.text, s.source_label, s.score, s.unverified)
+                                        for s in result.knowledge])

@@ -45,17 +45,17 @@ def main() -> None:
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web)
     print(f"Generator: {name}\n")
     for question in [*QUESTIONS, "Who painted the Zorblax Quux?"]:  # the last: no corpus passage, no web page
-        result = pipeline.run({"query": question}, include_outputs_from={"joiner", "web_search"})
+        result = pipeline.run({"query": question}, include_outputs_from={"gate", "web_search"})
         print(f"Q: {question}\n  action: {result['retrieval_router']['action']}  "
               f"scores: {[round(s, 2) for s in result['retrieval_router']['scores']]}")
         if "web_search" in result:
             print(f"  web links: {result['web_search']['links']}  issues: {result['web_search']['issues']}")
         if "no_answer" in result:  # CRAG abstained: the generator was not asked
             reply = result["no_answer"]["replies"][0]
-            print(f"  answer (abstained: {reply.meta['crag_abstention']}): {reply.text}\n")
+            print(f"  answer (CRAG abstained, the reply says why): {reply.text}\n")
             continue
         print(f"  answer: {result['generator']['replies'][0].text}")
-        for doc in result["joiner"]["documents"]:
+        for doc in result["gate"]["documents"]:  # what the prompt was built from
             where = doc.meta.get("url") or doc.meta.get("title")
             print(f"    source [{doc.meta['crag_origin']} {doc.score:+.2f}] {where}")
         print()

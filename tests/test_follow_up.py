@@ -4,7 +4,7 @@ the evaluator, in every language with a follow-up table; a question with a name 
 import pytest
 
 from crag_shared import Action, Corrector, CRAGConfig, FunctionLLM, LLMEvaluator
-from crag_shared.adapter import ambiguous_floor
+from crag_shared.adapter import ambiguous_rule
 from crag_shared.corrector.walk import ABOVE_EVERY_SCORE
 from crag_shared.text import follow_up_languages, follow_up_pronoun
 
@@ -110,9 +110,12 @@ def test_what_specifies_a_question_per_language(language, question, expected):
 
 
 def test_the_ambiguous_floor_reads_the_questions_language():
-    assert ambiguous_floor("Wann wurde sie geboren?", 0.3, "de") == ABOVE_EVERY_SCORE
-    assert ambiguous_floor("Wann wurde sie geboren?", 0.3) == 0.3  # English by default: no English pronoun
-    assert ambiguous_floor("Wann wurde Marie Curie geboren?", 0.3, "de") == 0.3
+    def floor(question: str, language: str = "en") -> float:
+        return ambiguous_rule(question, 0.3, "drop", "drop", language).floor
+
+    assert floor("Wann wurde sie geboren?", "de") == ABOVE_EVERY_SCORE
+    assert floor("Wann wurde sie geboren?") == 0.3  # English by default: no English pronoun
+    assert floor("Wann wurde Marie Curie geboren?", "de") == 0.3
 
 
 def test_the_haystack_router_stamps_a_german_follow_up_above_every_score():

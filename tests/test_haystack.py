@@ -201,7 +201,8 @@ def test_pipeline_web_failure_is_visible_and_abstains_or_keeps_documents(store, 
     if on_web_failure == "drop":  # the paper: the generator is never asked; the reply says why
         assert generator.prompts == [] and not result.get("joiner", {}).get("documents") and "generator" not in result
         reply = result["no_answer"]["replies"][0]
-        assert reply.text == NO_KNOWLEDGE_ANSWER and "SerpAPI HTTP 429" in reply.meta["crag_abstention"]
+        assert reply.text.startswith(NO_KNOWLEDGE_ANSWER) and "SerpAPI HTTP 429" in reply.meta["crag_abstention"]
+        assert "SerpAPI HTTP 429" in reply.text  # the reply the user reads says why
     else:
         kept = result["joiner"]["documents"]
         assert kept and all("SerpAPI HTTP 429" in d.meta["crag_fallback"] for d in kept)
@@ -222,7 +223,8 @@ def test_pipeline_without_web_abstains_on_incorrect_without_calling_the_generato
     incorrect = results[INCORRECT_Q]
     router = incorrect["retrieval_router"]
     assert router["action"] == "incorrect" and "irrelevant" in router["abstention"]
-    assert incorrect["no_answer"]["replies"][0].text == "Sorry, I don't know." and "generator" not in incorrect
+    assert incorrect["no_answer"]["replies"][0].text.startswith("Sorry, I don't know. CRAG found no reliable")
+    assert "generator" not in incorrect
     # Ambiguous without web knowledge keeps only strips that would be Correct: the Opera House passage (who
     # designed it, not the Harbour Bridge) is a near miss, and the gate abstains on it too
     ambiguous = results[AMBIGUOUS_Q]
@@ -246,11 +248,15 @@ def test_crag_component_abstention_skips_the_generator(store):
     result = pipeline.run({"query": INCORRECT_Q})
     assert result["crag"]["action"] == "incorrect" and generator.prompts == []
     reply = result["no_answer"]["replies"][0]
-    assert reply.text == NO_KNOWLEDGE_ANSWER and "no web search configured" in reply.meta["crag_abstention"]
+    reason = result["crag"]["crag"]["abstention"]["reason"]
+    assert reply.meta["crag_abstention"] == reason and "no web search configured" in reply.text
+    assert reply.text == f"{NO_KNOWLEDGE_ANSWER} CRAG found no reliable knowledge for this question: {reason}."
     assert result["crag"]["crag"]["abstention"]["code"] == "incorrect"
     answered = pipeline.run({"query": CORRECT_Q})
     assert len(generator.prompts) == 1 and "no_answer" not in answered and answered["generator"]["replies"]
     assert round_trip(NoAnswerReply(answer="No idea.")).answer == "No idea."
+    quiet = round_trip(NoAnswerReply(answer="No idea.", say_why=False))
+    assert quiet.run(abstention="nothing retrieved")["replies"][0].text == "No idea."
     with pytest.raises(ValueError, match="non-empty answer"):
         NoAnswerReply(answer=" ")
 

@@ -210,10 +210,13 @@ def test_abstention_can_ask_the_llm_with_an_explicit_no_context_prompt(index, ll
         CRAGQueryEngine.from_index(index, on_abstain="guess")
 
 
-def test_postprocessor_returns_no_nodes_on_abstention_and_unjudged_queries(index, llm):
+def test_postprocessor_hands_on_no_retrieved_text_on_abstention_and_unjudged_queries(index, llm):
     post = CRAGPostprocessor()
     nodes = index.as_retriever(similarity_top_k=3).retrieve(INCORRECT_Q)
-    assert post.postprocess_nodes(nodes, query_str=INCORRECT_Q) == []
+    [note] = post.postprocess_nodes(nodes, query_str=INCORRECT_Q)  # the abstention, saying why
+    assert note.node.node_id == "crag" and note.node.metadata["abstention"]["code"] == "incorrect"
+    assert not any(n.node.get_content() in note.node.get_content() for n in nodes)
+    assert CRAGPostprocessor(abstention_note=False).postprocess_nodes(nodes, query_str=INCORRECT_Q) == []
     kept, result = post.correct(nodes, QueryBundle("   "))
     assert kept == [] and result.action.value == "unjudged" and result.abstention.code == "empty_query"
     assert [p.id for p in result.passages] == [n.node.node_id for n in nodes]  # listed, never lost

@@ -106,13 +106,14 @@ def _llamaindex_engine(question, passages):
 
 
 @pytest.mark.parametrize("question, answering, near", [(QUESTION, ANSWERING, NEAR), SECOND])
-def test_llamaindex_query_engines_never_call_the_llm_on_near_misses(question, answering, near):
+def test_llamaindex_query_engines_never_hand_the_llm_a_near_miss(question, answering, near):
     pytest.importorskip("llama_index.core")
-    llm, engines = _llamaindex_engine(question, near)
-    for engine in engines:
-        response = engine.query(question)
-        assert response.source_nodes == []
-    assert llm.prompts == []
+    llm, (drop_in, engine) = _llamaindex_engine(question, near)
+    assert engine.query(question).source_nodes == [] and llm.prompts == []  # CRAGQueryEngine: no LLM call
+    response = drop_in.query(question)  # the drop-in: the LLM reads why, never the near miss
+    assert [n.node.node_id for n in response.source_nodes] == ["crag"] and response.metadata["crag"]["abstained"]
+    [prompt] = llm.prompts
+    assert "CRAG found no reliable knowledge" in prompt and not any(text[:40] in prompt for text in near)
     llm, engines = _llamaindex_engine(question, [answering, *near])
     for engine in engines:
         assert engine.query(question).source_nodes

@@ -77,7 +77,8 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
                              max_steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
                              head_lr=recipe.head_lr, listwise=recipe.listwise, max_length=recipe.max_length,
                              eval_every=250, eval_limit=2000, patience=4, layers=recipe.layers,
-                             bf16=recipe.bf16, threads=recipe.threads, device="cpu")
+                             bf16=recipe.bf16, threads=recipe.threads, device="cpu",
+                             keep_best=True)
         report = train_evaluator(pairs, validation_pairs(bench), config, log=log)
     summary = {"recipe": asdict(recipe), "mix": asdict(mix), "pairs": len(pairs), **report.to_dict()}
     (out / "reader_recipe.json").write_text(json.dumps(summary, indent=2))

@@ -6,6 +6,7 @@ from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
 from crag_shared.adapter import (
+    AmbiguousMode,
     CorrectionResult,
     Corrector,
     CRAGConfig,
@@ -60,7 +61,8 @@ class CRAG(Lifecycle):
                  evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: RefineMode = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
-                 web_top_k: int = 5, on_web_failure: OnWebFailure = "drop", score_titles: bool = False,
+                 web_top_k: int = 5, on_web_failure: OnWebFailure = "drop", ambiguous: AmbiguousMode = "drop",
+                 score_titles: bool = False,
                  web_refine_mode: RefineMode = "selection", max_keywords: int = 3,
                  fallback_evaluator: str | None = "lexical", max_strip_chars: int = 2_000,
                  text_embedder: Any | None = None, document_embedder: Any | None = None,
@@ -86,6 +88,9 @@ class CRAG(Lifecycle):
         :param web_top_k: result pages fetched per search.
         :param on_web_failure: what Incorrect does without web knowledge: "drop" (abstain, as in the paper)
             or "keep" (the retrieved documents' best strips, flagged).
+        :param ambiguous: what an Ambiguous question's strips below the upper threshold do: "drop" (dropped
+            without web knowledge) or "guard" (handed on with `meta["unverified"]`, the instruction to answer
+            only from a passage that states the answer: show it in your prompt, as `DEFAULT_TEMPLATE` does).
         :param score_titles: score "title: text" when a document has a title its text does not start with.
         :param web_refine_mode: how web paragraphs are refined ("selection", as in the paper).
         :param max_keywords: at most this many search keywords.
@@ -102,7 +107,8 @@ class CRAG(Lifecycle):
         self.config = CRAGConfig(evaluator=spec, evaluator_options=options,
                                  upper=upper, lower=lower, thresholds_path=thresholds_path,
                                  refine_mode=refine_mode, strip_top_k=strip_top_k, strip_threshold=strip_threshold,
-                                 web_top_k=web_top_k, on_web_failure=on_web_failure, score_titles=score_titles,
+                                 web_top_k=web_top_k, on_web_failure=on_web_failure, ambiguous=ambiguous,
+                                 score_titles=score_titles,
                                  web_refine_mode=web_refine_mode, max_keywords=max_keywords,
                                  fallback_evaluator=fallback_evaluator, max_strip_chars=max_strip_chars,
                                  language=language)

@@ -1,10 +1,11 @@
 """KnowledgeGate: the refined knowledge goes on to the prompt, or the pipeline abstains without the LLM."""
 
+from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component
 
-from crag_shared.adapter import Action, abstention_for
+from crag_shared.adapter import UNVERIFIED_KEY, UNVERIFIED_NOTE, Action, AmbiguousRule, abstention_for
 
 from ..convert import checked_documents
 from ..integration import ROUTERS, keep_earlier_type_string
@@ -21,10 +22,12 @@ class KnowledgeGate:
     generator never run: connect it to a `NoAnswerReply`. It runs on the joiner's output, so every branch
     must feed the joiner, even with nothing (`build_crag_pipeline` sends the router's empty `incorrect`
     there when there is no web search). The router's `action` and `abstention` say more.
-    Ambiguous without web knowledge keeps only the strips that would be Correct on their own, as the core
-    does: the router stamps Ambiguous documents with the core's floor (`meta["crag_keep_at"]`: the upper
-    threshold, or above every score for a question that names no one; none with `on_web_failure="keep"`),
-    and when no web strip arrived the gate drops the strips scoring below it.
+    An Ambiguous question's strips meet the core's `AmbiguousRule` here, once the web's outcome is known:
+    the router stamps it on the Ambiguous documents (`meta["crag_keep_at"]`, the floor: the upper threshold,
+    or above every score for a question that names no one; `meta["crag_below_floor"]`, what strips below it
+    do), and the gate applies it to the strips' scores with "web knowledge" meaning a web strip arrived,
+    exactly as `Corrector.correct` does: strips below the floor are dropped without web knowledge, or, with
+    `ambiguous="guard"`, go on marked unverified (`meta["unverified"]`, shown by the default template).
 
     Usage:
 
@@ -48,18 +51,24 @@ class KnowledgeGate:
         """
         checked_query("KnowledgeGate", query)
         documents = checked_documents("KnowledgeGate", documents)
-        floor_applies = not any(d.meta.get("crag_origin") == "web" for d in documents)
-        kept = [d for d in documents if not floor_applies or "crag_keep_at" not in d.meta
-                or (d.score if d.score is not None else -1.0) >= d.meta["crag_keep_at"]]
+        stamped = [i for i, d in enumerate(documents) if AmbiguousRule.read(d.meta) is not None]
+        rule = AmbiguousRule.read(documents[stamped[0]].meta) if stamped else None
+        placed = {}
+        if rule is not None:
+            web_knowledge = any(d.meta.get("crag_origin") == "web" for d in documents)
+            scores = [_score(documents[i]) for i in stamped]
+            placed = dict(zip(stamped, rule.place(scores, web_knowledge)))
+        kept = [replace(d, meta={**d.meta, UNVERIFIED_KEY: UNVERIFIED_NOTE}) if placed.get(i) == "unverified" else d
+                for i, d in enumerate(documents) if placed.get(i) != "dropped"]
         if len(kept) < len(documents):
             logger.debug("KnowledgeGate: Ambiguous without web knowledge: kept {kept} of {total} internal strips "
                          "(those scoring at least the upper threshold)", kept=len(kept), total=len(documents))
         if kept:
             return {"documents": kept}
-        if documents:
+        if rule is not None:
             web = "; ".join(web_issues) if web_issues else (
                 "no web search configured" if web_issues is None else "the web search gave no knowledge")
-            reason = abstention_for(Action.AMBIGUOUS, web, documents[0].meta["crag_keep_at"]).reason
+            reason = abstention_for(Action.AMBIGUOUS, web, rule.floor).reason
             logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
             return {"abstention": reason}
         if not query.strip():
@@ -69,6 +78,10 @@ class KnowledgeGate:
             reason = f"no retrieved knowledge passed CRAG's judgment{web}"
         logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
         return {"abstention": reason}
+
+
+def _score(document: Document) -> float:
+    return document.score if document.score is not None else -1.0
 
 
 keep_earlier_type_string(KnowledgeGate, "knowledge_gate")

@@ -11,13 +11,14 @@ from haystack.utils import ComponentDevice
 from crag_shared.adapter import (
     Action,
     ActionPolicy,
+    AmbiguousMode,
     Corrector,
     CRAGConfig,
     Judgment,
     OnWebFailure,
     RetrievalEvaluator,
     abstention_for,
-    ambiguous_floor,
+    ambiguous_rule,
 )
 
 from ..convert import checked_documents, scored_copy, to_passage
@@ -46,6 +47,8 @@ class RetrievalRouter(Lifecycle):
       pipeline without web search, route `abstention` to a `NoAnswerReply`; with one, route the web's
       outcome through a `KnowledgeGate` instead. `on_web_failure="keep"` sends the documents on
       `incorrect` (for the web search's `fallback_documents`) and emits no `abstention`.
+    - Ambiguous documents carry the core's `AmbiguousRule` for their strips (`meta["crag_keep_at"]`, the
+      floor, and `meta["crag_below_floor"]`), which the `KnowledgeGate` applies once the web's outcome is known.
     - An empty query is not judged: action "unjudged", the documents on `discarded`, and `abstention`.
     `action` and `scores` (input order; none when unjudged) are always emitted; `web_query` (the query,
     for a rewriter) only when the action needs the web. An evaluator that fails while scoring is replaced
@@ -66,8 +69,8 @@ class RetrievalRouter(Lifecycle):
                  lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: OnWebFailure = "drop",
-                 evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
-                 language: str = "en") -> None:
+                 ambiguous: AmbiguousMode = "drop", evaluator_options: dict[str, Any] | None = None,
+                 device: ComponentDevice | None = None, language: str = "en") -> None:
         """
         :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
@@ -85,10 +88,13 @@ class RetrievalRouter(Lifecycle):
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
             to be kept if the web gives no knowledge).
+        :param ambiguous: "drop" (an Ambiguous question's strips below the upper threshold are dropped when the
+            web gives no knowledge) or "guard" (they go on marked unverified); stamped for the `KnowledgeGate`.
         :param language: what text is analyzed as, and whose follow-up table questions are read with: an
             ISO 639-1 code ("en", "zh", "ja", "de", ...) or "auto" (each question's language, detected).
         """
         self.on_web_failure = on_web_failure
+        self.ambiguous = ambiguous
         spec, options, instance = evaluator_setting(evaluator, evaluator_options, device)
         self.evaluator = spec
         self.evaluator_options = evaluator_options if instance is None else options
@@ -103,7 +109,8 @@ class RetrievalRouter(Lifecycle):
         self.document_embedder = document_embedder
         config = CRAGConfig(evaluator=spec, evaluator_options=options,
                             upper=upper, lower=lower, thresholds_path=thresholds_path,
-                            score_titles=score_titles, on_web_failure=on_web_failure, language=language)
+                            score_titles=score_titles, on_web_failure=on_web_failure, ambiguous=ambiguous,
+                            language=language)
         self._corrector = Corrector.from_config(config, llm=as_llm(chat_generator),
                                        evaluator=evaluator_for(config, text_embedder, document_embedder, instance))
 
@@ -116,7 +123,7 @@ class RetrievalRouter(Lifecycle):
         return default_to_dict(self, evaluator=self.evaluator, evaluator_options=self.evaluator_options,
                                upper=self.upper, lower=self.lower,
                                thresholds_path=self.thresholds_path, score_titles=self.score_titles,
-                               on_web_failure=self.on_web_failure, language=self.language,
+                               on_web_failure=self.on_web_failure, ambiguous=self.ambiguous, language=self.language,
                                device=self.device.to_dict() if self.device else None,
                                **nested_to_dicts(self, MODEL_PARTS))
 
@@ -139,10 +146,10 @@ class RetrievalRouter(Lifecycle):
         if action is Action.UNJUDGED:
             return {"discarded": [replace(d, meta={**d.meta, "crag_action": action.value}) for d in documents],
                     "action": action.value, "scores": [], "abstention": abstention_for(action, None).reason}
-        # Ambiguous without web knowledge keeps only strips that would be Correct: the gate reads the floor
-        stamp = ({"crag_keep_at": ambiguous_floor(query, judgment.thresholds[0],
-                                                  self._corrector.question_language(query))}
-                 if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else {})
+        # what becomes of the Ambiguous strips depends on the web's outcome: the gate applies the core's rule
+        corrector = self._corrector
+        stamp = (ambiguous_rule(query, judgment.thresholds[0], corrector.on_web_failure, corrector.ambiguous,
+                                corrector.question_language(query)).stamp() if action is Action.AMBIGUOUS else {})
         routed = [scored_copy(d, s, crag_action=action.value, **stamp) for d, s in zip(documents, judgment.scores)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
         kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)

@@ -62,5 +62,5 @@ def corrector_parts(config: CRAGConfig, llm: LLM | None = None,
     return {"evaluator": evaluator, "policy": config_policy(config, evaluator), "refiner": config_refiner(config),
             "rewriter": QueryRewriter(llm, max_keywords=config.max_keywords, language=config.language),
             "web_refiner": config_refiner(config, web=True), "web_top_k": config.web_top_k,
-            "on_web_failure": config.on_web_failure, "fallback_evaluator": fallback,
+            "on_web_failure": config.on_web_failure, "ambiguous": config.ambiguous, "fallback_evaluator": fallback,
             "score_titles": config.score_titles, "language": config.language}

@@ -76,7 +76,11 @@ class Corrector(Walks):
     no knowledge and says so: `result.abstained`, with `result.abstention` saying why, and the adapters
     answer "I don't know" without calling the LLM. `on_web_failure="keep"` opts into recall instead: the
     internal passages' best strips are kept, flagged in the trace. Ambiguous without web knowledge keeps
-    the internal strips that pass the strip threshold and records the missing half (`result.web_missing`).
+    only the internal strips scoring at least the upper threshold (as Correct would; all that pass the
+    strip threshold with `on_web_failure="keep"`) and records the missing half (`result.web_missing`).
+    `ambiguous="guard"` hands on an Ambiguous question's strips below the upper threshold instead, each
+    marked unverified (`Strip.unverified`) with the instruction to answer only from a passage that states
+    the answer (see `AmbiguousRule`).
     An empty query is not judged (`Action.UNJUDGED`, abstained); a query that is not a string raises.
     No web search configured is the setup, not a fault: it is logged at INFO once per Corrector; a web
     search that fails is logged as a warning each time.
@@ -101,12 +105,15 @@ class Corrector(Walks):
         web_refiner: StripRefiner | None = None,
         web_top_k: int = 5,
         on_web_failure: Literal["keep", "drop"] = "drop",
+        ambiguous: Literal["drop", "guard"] = "drop",
         fallback_evaluator: RetrievalEvaluator | str | None = _LEXICAL,
         score_titles: bool = False,
         language: str | None = None,
     ) -> None:
         if on_web_failure not in ("keep", "drop"):
             raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
+        if ambiguous not in ("drop", "guard"):
+            raise ValueError(f"ambiguous must be 'drop' or 'guard', got {ambiguous!r}")
         if web_top_k < 1:
             raise ValueError(f"web_top_k must be at least 1, got {web_top_k}")
         if web_search is not None and not isinstance(web_search, WebSearch):
@@ -121,6 +128,7 @@ class Corrector(Walks):
         self.web_search = web_search
         self.web_top_k = web_top_k
         self.on_web_failure = on_web_failure
+        self.ambiguous = ambiguous
         self.fallback_evaluator = fallback_evaluator
         self.score_titles = score_titles
         self.language = check_language(language) if language is not None else _language_of(self.evaluator)

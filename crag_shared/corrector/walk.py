@@ -49,6 +49,7 @@ from ..types import (
     WebOutcome,
 )
 from ..web.base import WebSearch
+from .ambiguous import AmbiguousRule, below_floor
 from .checks import as_passages, check_query, checked_scores, query_text
 from .outcome import read_search
 from .protocol import (
@@ -85,6 +86,7 @@ class Walks:
     web_search: WebSearch | None
     web_top_k: int
     on_web_failure: str
+    ambiguous: str
     fallback_evaluator: RetrievalEvaluator | None
     score_titles: bool
     language: str
@@ -155,12 +157,12 @@ class Walks:
         internal = internal or []
         external: list[Strip] = []
         web_missing: str | None = None
-        strict_floor = (ambiguous_floor(query, state.policy.upper, self.question_language(query))
-                        if action is Action.AMBIGUOUS and self.on_web_failure == "drop" else None)
         if action is Action.UNJUDGED:
             web = None
         if web is not None:
             trace.extend(web.trace)
+        rule = (ambiguous_rule(query, state.policy.upper, self.on_web_failure, self.ambiguous,
+                               self.question_language(query)) if action is Action.AMBIGUOUS else None)
         if action in (Action.INCORRECT, Action.AMBIGUOUS):
             if web is not None and web.passages:
                 external = yield from self._refine(state, trace, query, web.passages,
@@ -169,25 +171,21 @@ class Walks:
                 web_missing = web.failure if web is not None else (
                     NO_WEB_SEARCH if self.web_search is None else "web search was not run")
                 keep = action is Action.INCORRECT and self.on_web_failure == "keep"
-                strict = strict_floor is not None
                 applied = ("kept the internal passages' best strips (flagged)" if keep
-                           else "abstained: the internal passages were judged irrelevant and dropped"
-                           if action is Action.INCORRECT
-                           else f"kept only the internal strips scoring at least the upper threshold "
-                                f"({state.policy.upper:+.2f}), as Correct would; the web half is missing" if strict
-                           else "kept the internal strips that pass the strip threshold; the web half is missing")
+                           else rule.without_web() if rule is not None
+                           else "abstained: the internal passages were judged irrelevant and dropped")
                 trace.fallback("web_search", web_missing, applied, expected=web_missing == NO_WEB_SEARCH)
                 if web_missing == NO_WEB_SEARCH:
                     self._note_no_web()
                 if keep:
                     internal = yield from self._refine(state, trace, query, items, judgment.scored, self.refiner,
                                                        Origin.INTERNAL, threshold=-1.0)
-                elif strict_floor is not None:
-                    floor = max(strict_floor, self.refiner.threshold)
-                    internal = [strip for strip in internal if strip.score >= floor]
+        if rule is not None:
+            internal = rule.apply(internal, bool(external), trace)
 
         knowledge = internal + external
-        abstention = None if knowledge else abstention_for(action, web_missing, strict_floor)
+        floor = rule.floor if rule is not None and rule.below == "drop" else None
+        abstention = None if knowledge else abstention_for(action, web_missing, floor)
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
         trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
@@ -205,8 +203,9 @@ class Walks:
         self._told_no_web = True
         kept = ("keeps the internal passages' best strips" if self.on_web_failure == "keep"
                 else "abstains (no knowledge, the LLM is not asked)")
-        log(logging.INFO, "CRAG: no web search configured: a query judged Incorrect {kept}; Ambiguous keeps its "
-                          "internal strips. Pass web_search=... to search the web.", kept=kept)
+        ambiguous = AmbiguousRule(ABOVE_EVERY_SCORE, below_floor(self.on_web_failure, self.ambiguous)).without_web()
+        log(logging.INFO, "CRAG: no web search configured: a query judged Incorrect {kept}; Ambiguous: {ambiguous}. "
+                          "Pass web_search=... to search the web.", kept=kept, ambiguous=ambiguous)
 
     def _judge(self, state: ScoringState, trace: Trace, query: str, items: list[Passage]
                ) -> Step[tuple[list[int], list[float], Action]]:
@@ -345,25 +344,31 @@ ABOVE_EVERY_SCORE = 2.0
 
 
 def ambiguous_floor(query: str, upper: float, language: str = "en") -> float:
-    """What an Ambiguous query's internal strips must score to be kept without web knowledge: the upper
-    threshold (as Correct would), or, for a question that names no one but a pronoun in `language` (a code:
-    `Corrector.question_language`; see `crag_shared.text.follow_up`), `ABOVE_EVERY_SCORE`. The core's walk
-    and the Haystack router (which stamps it for the gate) both take it from here."""
+    """What an Ambiguous query's internal strips must score to count as verified (`AmbiguousRule.floor`):
+    the upper threshold (as Correct would), or, for a question that names no one but a pronoun in `language`
+    (a code: `Corrector.question_language`; see `crag_shared.text.follow_up`), `ABOVE_EVERY_SCORE`."""
     return ABOVE_EVERY_SCORE if follow_up_pronoun(query, language) else upper
+
+
+def ambiguous_rule(query: str, upper: float, on_web_failure: str, ambiguous: str, language: str = "en"
+                   ) -> AmbiguousRule:
+    """The `AmbiguousRule` of one Ambiguous question under a corrector's settings: its floor is
+    `ambiguous_floor`. The core's walk and the Haystack router (which stamps it for the gate) take it here."""
+    return AmbiguousRule(ambiguous_floor(query, upper, language), below_floor(on_web_failure, ambiguous))
 
 
 def abstention_for(action: Action, web_missing: str | None, upper: float | None = None) -> Abstention:
     """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
     there is no web knowledge, None when the web gave pages but none of their strips passed; `upper`, the
-    floor an Ambiguous query's internal strips had to reach without web knowledge. The Haystack pipeline's
-    `KnowledgeGate` words its abstentions with this too."""
+    floor an Ambiguous query's internal strips had to reach without web knowledge (`AmbiguousRule`, "drop").
+    The Haystack pipeline's `KnowledgeGate` words its abstentions with this too."""
     if action is Action.UNJUDGED:
         return Abstention("empty_query", "the query is empty: nothing was judged")
     web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
     if action is Action.INCORRECT:
         return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
     internal = "no retrieved strip passed the strip threshold"
-    if upper is not None and action is Action.AMBIGUOUS and web_missing:
+    if upper is not None and action is Action.AMBIGUOUS:
         internal = ("the question names no one, so no retrieved strip can be judged against it" if upper > 1.0
                     else f"no retrieved strip scored at least the upper threshold ({upper:+.2f})")
     return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")

@@ -74,7 +74,9 @@ def default_evaluator(language: str = "en", **kwargs: Any) -> RetrievalEvaluator
     if pinned:
         if EVALUATOR_SPECS.parse(pinned)[0].name == "default":
             raise ValueError(f"{DEFAULT_ENV}={pinned!r} names the default itself: give a judge's spec, e.g. 'lexical'")
-        return evaluator_from_spec(pinned, **({"language": language} if pinned == "lexical" else {}), **kwargs)
+        if pinned == "lexical":
+            kwargs["language"] = language
+        return evaluator_from_spec(pinned, **kwargs)
     if language == "en":
         try:
             return ReaderEvaluator(**kwargs)
