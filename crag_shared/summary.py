@@ -35,9 +35,10 @@ REASON_CHARS = 300
 COLOURS = {"correct": "#1a7f37", "ambiguous": "#9a6700", "incorrect": "#cf222e", "unjudged": "#57606a"}
 
 #: Characters that must not reach a line shown to a person or an LLM: controls (line breaks, escapes),
-#: invisible format and direction marks, line and paragraph separators, lone surrogates.
-_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
-                      "\ufff9-\ufffb\ud800-\udfff]")
+#: invisible format and direction marks, line and paragraph separators, lone surrogates. The zero-width
+#: joiners (U+200C, U+200D) stay: scripts and emoji are written with them.
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f"
+                      "\ufeff\ufff9-\ufffb\ud800-\udfff]")
 _NO_BRACKETS = str.maketrans("[]", "()")
 
 

@@ -236,3 +236,21 @@ def test_the_card_module_keeps_its_old_import_path_with_a_warning():
     assert [str(w.message).split(":")[0] for w in caught] == [
         "crag_shared.notebook.Verdict is deprecated since 0.3.0 and is removed in 0.4.0",
         "crag_shared.notebook.verdict_html is deprecated since 0.3.0 and is removed in 0.4.0"]
+
+
+def test_the_table_keeps_cards_for_the_nearest_and_the_refused_only(tmp_path):
+    from crag_shared.tools.report_data import BORDERLINE_ROWS
+
+    thresholds = {"upper": 0.3, "lower": -0.5}
+    near = [{"id": f"n{i}", "question": "q", "scores": [0.3 + i / 10_000, -0.9], "labels": [True, False],
+             "thresholds": thresholds} for i in range(BORDERLINE_ROWS + 100)]
+    refused = [{"id": f"r{i}", "question": "q", "scores": [0.99, -0.99], "labels": [False, True],
+                "thresholds": thresholds} for i in range(30)]  # far from a threshold; the answer scored -0.99
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in [*near[:300], *refused, *near[300:]]))
+    rows = read_rows(records)
+    listed = {r.id for r in rows if r.summary is not None}
+    assert listed == {f"n{i}" for i in range(BORDERLINE_ROWS)} | {f"r{i}" for i in range(30)}
+    assert all(r.refused for r in rows if r.id.startswith("r")) and not any(r.refused for r in rows[:300])
+    html = build_report(rows, "bounded")
+    assert html.count("<tr data-action=") == BORDERLINE_ROWS + 30 and html.count("data-refused='1'") == 30

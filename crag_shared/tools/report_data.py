@@ -7,7 +7,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..calibration import JudgedQuery, tradeoff
@@ -97,12 +97,12 @@ def row_of(number: int, record: Mapping[str, object]) -> Row:
         return Row(number, identifier, question, "failed", [], None, error=one_line(str(record["error"]), TEXT_CHARS))
     if not isinstance(record.get("scores"), list):
         raise ValueError("no `scores` list: not a crag run output, calibration record or CRAG metadata line")
-    if "action" not in record:  # calibration records: the action their thresholds give
-        judged = Summary.from_dict({**record, "action": "unjudged"})
-        if judged.thresholds is None:
+    decide = record.get("action") is None  # calibration records: the action their thresholds give
+    summary = Summary.from_dict({**record, "action": "unjudged"} if decide else record)
+    if decide:
+        if summary.thresholds is None:
             raise ValueError("neither an `action` nor `thresholds` to decide one")
-        record = {**record, "action": ActionPolicy(*judged.thresholds).decide(judged.scores).value}
-    summary = Summary.from_dict(record)
+        summary = replace(summary, action=ActionPolicy(*summary.thresholds).decide(summary.scores).value)
     labels = _labels(record, summary.scores)
     kind = record.get("kind")
     fallbacks = [one_line(f"{f.step}: {f.reason}", TEXT_CHARS) + (" (the setup, not a fault)" if f.expected else "")
