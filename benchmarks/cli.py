@@ -103,8 +103,8 @@ def _web_benches(benches: Any) -> None:
                                    "thresholds from labels, on PopQA's test half; 200 questions timed")
     calibrate.add_argument("--bench-dir")
     calibrate.add_argument("--no-timing", action="store_true", help="skip the 200-question timing")
-    report = benches.add_parser("report", help="crag report of a large run: size, build and opening time in "
-                                "headless Chromium")
+    report = benches.add_parser("report", help="crag report of a large run: size, build time, peak memory and "
+                                "opening time in headless Chromium")
     report.add_argument("--bench-dir")
     report.add_argument("--queries", type=POSITIVE_INT, default=10_000)
     benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "

@@ -1,15 +1,19 @@
-"""`crag-bench report`: the size, build time and opening time of `crag report` for a large run.
+"""`crag-bench report`: the size, build time, peak memory and opening time of `crag report` for a large run.
 
 The run is the demo corrector's real results on the PopQA questions' own top-10 passages and on the demo
 questions (web search replayed, so the traces hold web steps and fallbacks), repeated with shifted scores
 and fresh ids up to the number of queries asked for; the page is opened in headless Chromium (Debian's
-package) through Playwright, and timed to its load event.
+package) through Playwright, and timed to its load event. Peak memory is the resident set of `crag report`
+run as a child process, beside that of the same command on a one-query file (the interpreter and
+matplotlib), so what the records cost shows apart.
 """
 
 from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -47,6 +51,22 @@ def large_run(path: Path, queries: int, bench: Path | None = None, seed: int = 0
     return path
 
 
+#: `crag report` in a child process that then prints its own peak resident memory (kB, Linux's VmHWM: the
+#: process's own high-water mark, not the parent's memory it was forked from).
+_PEAK = ("import sys\nfrom crag_shared.tools.cli import main\nstatus = main(sys.argv[1:])\n"
+         "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')))\n"
+         "sys.exit(status)")
+
+
+def peak_megabytes(results: Path, page: Path) -> float:
+    """The peak resident memory (MB) of `crag report RESULTS -o PAGE` in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", _PEAK, "report", str(results), "-o", str(page)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"crag report failed: {done.stderr.strip()}")
+    return int(done.stdout.split()[-1]) / 1024
+
+
 def open_seconds(page: Path) -> tuple[float, list[str]]:
     """Seconds from navigation to the load event in headless Chromium, and the console errors."""
     from playwright.sync_api import sync_playwright
@@ -74,10 +94,16 @@ def run(out: TextIO, bench: Path | None, work: Path, queries: int = 10_000) -> d
     started = time.perf_counter()
     write_report(results, page)
     built = time.perf_counter() - started
+    one = work / "one.jsonl"
+    with results.open(encoding="utf-8") as lines:
+        one.write_text(lines.readline(), encoding="utf-8")
+    peak, bare = peak_megabytes(results, work / "peak.html"), peak_megabytes(one, work / "one.html")
     opened, errors = open_seconds(page)
     figures = {"queries": queries, "megabytes": page.stat().st_size / 1e6, "build_s": built, "open_s": opened,
-               "console_errors": len(errors)}
-    out.write(f"crag-bench report: {queries} queries ({results.stat().st_size / 1e6:.1f} MB of results): report "
-              f"{figures['megabytes']:.2f} MB (goal < 5), built in {built:.2f} s (goal < 10), opened in headless "
-              f"Chromium in {opened:.2f} s (goal < 3), {len(errors)} console errors\n")
+               "console_errors": len(errors), "input_mb": results.stat().st_size / 1e6, "peak_mb": peak,
+               "bare_peak_mb": bare}
+    out.write(f"crag-bench report: {queries} queries ({figures['input_mb']:.1f} MB of results): report "
+              f"{figures['megabytes']:.2f} MB (goal < 5), built in {built:.2f} s (goal < 10), peak memory "
+              f"{peak:.0f} MB ({peak - bare:.0f} MB above the {bare:.0f} MB of a one-query report), opened in "
+              f"headless Chromium in {opened:.2f} s (goal < 3), {len(errors)} console errors\n")
     return figures

@@ -4,14 +4,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from crag_shared.adapter import CorrectionResult, result_metadata, verdict_html
+from crag_shared.adapter import CorrectionResult, Summary, verdict_html
 
 from .integration import RANKERS
 
 
 class CRAGReport(BaseModel):
-    """CRAG's verdict on one query: the action, scores, abstention, web URLs, strips' provenance, fallbacks
-    and the whole trace.
+    """CRAG's verdict on one query: the action, scores, abstention, web URLs, strips' provenance and first
+    words, the retrieved passages as judged, fallbacks and the whole trace (the fields of the core's one
+    summary shape, `Summary`; `report.summary()` is that typed summary).
 
     A typed model, not a free-form dict: Haystack's pipeline snapshots (breakpoints) infer a dict's schema
     from its first list item, and the trace's steps differ in shape; a model is saved and read back whole.
@@ -37,16 +38,21 @@ class CRAGReport(BaseModel):
     web_urls: list[str]
     strips: list[dict[str, Any]]
     fallbacks: list[dict[str, Any]]
+    passages: list[dict[str, Any]]
     trace: dict[str, Any]
 
     @classmethod
     def of(cls, result: CorrectionResult) -> "CRAGReport":
         """The report of one correction."""
-        return cls(**result_metadata(result))
+        return cls(**result.to_dict())
+
+    def summary(self) -> Summary:
+        """The report in the core's one typed summary shape, as the verdict line and the card read it."""
+        return Summary.from_dict(self.model_dump())
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: a compact card (action, scores and thresholds, strips, web, fallbacks)."""
-        return verdict_html(self.model_dump())
+        """Jupyter's view: a compact card (action, scores and thresholds, passages, strips, web, fallbacks)."""
+        return verdict_html(self.summary())
 
     def __getitem__(self, key: str) -> Any:
         """`report["action"]`, as the dict this output used to be."""

@@ -6,21 +6,28 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared.adapter import UNVERIFIED_KEY, ToolStrip, tool_text
+from crag_shared.adapter import UNVERIFIED_KEY, Summary, SummaryAbstention, SummaryStrip, ToolStrip, tool_text
+
+from .report import CRAGReport
 
 
-def _summary(outputs: Mapping[str, Any]) -> Mapping[str, Any]:
+def _summary(outputs: Mapping[str, Any]) -> Summary:
+    """The tool's verdict: its `crag` output (a `CRAGReport`, or `CorrectiveWebSearch`'s summary dict), else one
+    made of its other outputs (the abstention's code is then unknown: "")."""
     report = outputs.get("crag")
+    if isinstance(report, CRAGReport):
+        return report.summary()
     if report is not None:
-        return report.model_dump() if hasattr(report, "model_dump") else report
+        return Summary.from_dict(report)
     abstention = outputs.get("abstention")
     documents = outputs.get("documents") or []
     if not documents and not abstention:
         abstention = "nothing retrieved"
-    return {"action": outputs.get("action") or "unjudged", "scores": outputs.get("scores") or [],
-            "abstention": {"reason": abstention} if abstention else None,
-            "strips": [{"origin": d.meta.get("crag_origin"), "score": d.meta.get("crag_score"),
-                        "unverified": UNVERIFIED_KEY in d.meta} for d in documents]}
+    return Summary(action=outputs.get("action") or "unjudged", scores=list(outputs.get("scores") or []),
+                   abstention=SummaryAbstention("", str(abstention)) if abstention else None,
+                   strips=[SummaryStrip(d.content or "", float(score), str(d.meta.get("crag_origin") or "internal"),
+                                        unverified=UNVERIFIED_KEY in d.meta)
+                           for d in documents if isinstance(score := d.meta.get("crag_score", d.score), (int, float))])
 
 
 def _strip(document: Document) -> ToolStrip:

@@ -19,9 +19,9 @@ from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, em
 from .evaluators.llm import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
-from .notebook import Verdict, verdict_html
 from .policy import ActionPolicy
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
+from .summary import Summary, SummaryAbstention, SummaryStrip, Verdict, verdict_html
 from .trace import Fallback, logging_to
 from .types import (
     UNVERIFIED_NOTE,
@@ -185,6 +185,9 @@ __all__ = [
     "RetrievalEvaluator",
     "Rewrite",
     "Strip",
+    "Summary",
+    "SummaryAbstention",
+    "SummaryStrip",
     "ToolStrip",
     "Verdict",
     "WebOutcome",

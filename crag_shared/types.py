@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .trace import Fallback, Trace
+from .summary import (
+    PASSAGES_LISTED,
+    PREVIEW_CHARS,
+    REASON_CHARS,
+    Summary,
+    SummaryAbstention,
+    SummaryFallback,
+    SummaryPassage,
+    SummaryStrip,
+    label_line,
+    one_line,
+    verdict_html,
+)
+from .trace import Evaluated, Fallback, SkippedPassage, Trace
 
 
 class Action(str, Enum):
@@ -46,7 +60,6 @@ class Passage:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-_NO_BRACKETS = str.maketrans("[]", "()")
 _MARKERS = re.compile(r"\[\s*(web\s*:|end\s+of\s+web\s+text\s*\])", re.IGNORECASE)
 
 
@@ -122,8 +135,7 @@ class Strip:
         """For web strips, where the text came from, marked as untrusted; None for internal strips."""
         if self.origin is not Origin.WEB:
             return None
-        page = " ".join(str(self.url or self.title or "unknown page").split()).translate(_NO_BRACKETS)
-        return f"{ascii_host(page)} (untrusted web page)"
+        return f"{ascii_host(label_line(str(self.url or self.title or 'unknown page')))} (untrusted web page)"
 
     def prompt_text(self) -> str:
         """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that
@@ -290,33 +302,44 @@ class CorrectionResult:
         return "\n".join(s.prompt_text() for s in self.knowledge)
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-ready digest (no texts, no trace, no secrets): action, abstention, scores, thresholds, web
-        URLs, each strip's provenance, fallbacks."""
-        return {
-            "action": self.action.value,
-            "abstained": self.abstained,
-            "abstention": asdict(self.abstention) if self.abstention else None,
-            "web_missing": self.web_missing,
-            "scores": list(self.scores),
-            "thresholds": {"upper": self.thresholds[0], "lower": self.thresholds[1]},
-            "rewritten_query": self.rewritten_query,
-            "web_urls": [r.url for r in self.web_results],
-            "strips": [{"score": s.score, "origin": s.origin.value, "source_id": s.source_id,
-                        "position": s.position, "url": s.url, "title": s.title, "unverified": s.unverified}
-                       for s in self.knowledge],
-            "fallbacks": [asdict(f) for f in self.fallbacks],
-        }
+        """A JSON-ready digest (no trace, no secrets): action, abstention, scores, thresholds, web URLs, each
+        strip's provenance and first words, each retrieved passage as judged, fallbacks (`Summary`'s JSON form)."""
+        return self.typed_summary(trace=False).to_dict()
+
+    def typed_summary(self, *, texts: bool = False, trace: bool = True) -> Summary:
+        """The summary in its one typed shape (what the verdict line, the card and `crag report` read): each
+        strip's first words (whole with `texts`), the first `PASSAGES_LISTED` passages, the trace as JSON."""
+        return Summary(
+            action=self.action.value, scores=list(self.scores), thresholds=self.thresholds,
+            abstention=SummaryAbstention(self.abstention.code, self.abstention.reason) if self.abstention else None,
+            web_missing=self.web_missing, rewritten_query=self.rewritten_query,
+            web_urls=[r.url for r in self.web_results],
+            strips=[SummaryStrip(s.text if texts else one_line(s.text, PREVIEW_CHARS), s.score, s.origin.value,
+                                 s.source_id, s.source_index, s.position, s.start, s.end, s.title, s.url,
+                                 s.unverified)
+                    for s in self.knowledge],
+            fallbacks=[SummaryFallback(f.step, f.reason, f.applied, f.expected) for f in self.fallbacks],
+            passages=self._judged_passages(), trace=self.trace.to_dict() if trace else None)
+
+    def _judged_passages(self) -> list[SummaryPassage]:
+        """The first passages as CRAG judged them: score, the evaluator's reason, how many strips each gave."""
+        evaluated = self.trace.of(Evaluated)
+        reasons = evaluated[0].reasons if evaluated else []
+        skipped = {s.index: s.reason for s in self.trace.of(SkippedPassage)}
+        strips = Counter(s.source_index for s in self.internal)
+        return [SummaryPassage(i, p.id, p.title and one_line(p.title, PREVIEW_CHARS), p.url and one_line(p.url, 2048),
+                               one_line(p.text or "", PREVIEW_CHARS),
+                               None if i in skipped or i >= len(self.scores) else self.scores[i],
+                               one_line(skipped.get(i) or (reasons[i] if i < len(reasons) else ""), REASON_CHARS),
+                               strips[i])
+                for i, p in enumerate(self.passages[:PASSAGES_LISTED])]
 
     def _repr_html_(self) -> str:
-        """Jupyter's view of the result: a compact card (action, scores and thresholds, strips, web, fallbacks)."""
-        from .notebook import verdict_html
-
-        return verdict_html(self.to_dict(texts=True))
+        """Jupyter's view of the result: a compact card (action, scores and thresholds, passages, strips, web,
+        fallbacks)."""
+        return verdict_html(self.typed_summary())
 
     def to_dict(self, *, texts: bool = False) -> dict[str, Any]:
         """The one serialized form of a result: the summary and the whole trace; with `texts`, every strip
-        in full (text and span), as `crag run` writes it. Adapters expose it as their CRAG metadata."""
-        data = {**self.summary(), "trace": self.trace.to_dict()}
-        if texts:
-            data["strips"] = [s.to_dict() for s in self.knowledge]
-        return data
+        in full, as `crag run` writes it. Adapters expose it as their CRAG metadata."""
+        return self.typed_summary(texts=texts).to_dict()

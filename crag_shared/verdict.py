@@ -3,17 +3,19 @@
 and what a person reading the trace would check first (the action, how sure, why nothing), not the strips'
 metadata: a tool result is paid for in context on every later turn.
 
-Both adapters build their tool results here, from the summary dict every entry point exposes
-(`CorrectionResult.summary()`, LlamaIndex `response.metadata["crag"]`, Haystack's `CRAGReport`).
+Both adapters build their tool results here, from the one typed summary every entry point exposes
+(`Summary`: `CorrectionResult.typed_summary()`, `Summary.from_dict` of LlamaIndex's `response.metadata["crag"]`
+or Haystack's `CRAGReport`). Every text from outside (a reason, a page's title or URL, a document's
+`web_source`) is shown on one line, so none can forge a verdict or strip line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .policy import ActionPolicy
+from .summary import Summary, SummaryAbstention, SummaryStrip, as_summary, label_line, one_line
 from .types import CorrectionResult, unverified_mark
 
 #: The longest reason quoted in a verdict line; longer ones are cut at a word boundary.
@@ -31,82 +33,69 @@ class ToolStrip:
     unverified: bool = False
 
 
-def _short(reason: str, limit: int = REASON_CHARS) -> str:
-    reason = " ".join(str(reason).split())
-    return reason if len(reason) <= limit else reason[: limit].rsplit(" ", 1)[0] + " …"
-
-
-def verdict_line(summary: Mapping[str, Any]) -> str:
+def verdict_line(summary: Summary | Mapping[str, object]) -> str:
     """One line: the action, the best score against the thresholds, where the knowledge came from, the
-    fallbacks taken, or, when CRAG abstained, why there is no knowledge."""
-    action = str(summary.get("action") or "unjudged")
-    abstention = summary.get("abstention") or None
-    if summary.get("abstained") or abstention:
-        reason = abstention.get("reason", "") if isinstance(abstention, Mapping) else str(abstention)
-        return (f"CRAG verdict: {action}; no reliable knowledge: {_short(reason)}. "
-                "Say that it was not found rather than guess.")
+    fallbacks taken, or, when CRAG abstained, why there is no knowledge. `summary` may be the JSON form."""
+    summary = as_summary(summary)
+    action = one_line(summary.action, REASON_CHARS)
+    if summary.abstention is not None:
+        return (f"CRAG verdict: {action}; no reliable knowledge: {one_line(summary.abstention.reason, REASON_CHARS)}."
+                " Say that it was not found rather than guess.")
     parts = [f"CRAG verdict: {action}"]
-    scores = [s for s in summary.get("scores") or () if isinstance(s, (int, float))]
-    thresholds = summary.get("thresholds") or {}
-    if scores and thresholds:
-        parts.append(f"best score {max(scores):+.2f} (upper threshold {thresholds['upper']:+.2f}, "
-                     f"lower {thresholds['lower']:+.2f})")
-    strips = summary.get("strips") or []
-    web = sum(1 for s in strips if s.get("origin") == "web")
-    parts.append(f"{len(strips)} strip{'s' if len(strips) != 1 else ''}"
-                 + (f", {web} from the web" if web else ""))
-    weak = _weak(strips, thresholds)
+    if summary.best is not None and summary.thresholds is not None:
+        upper, lower = summary.thresholds
+        parts.append(f"best score {summary.best:+.2f} (upper threshold {upper:+.2f}, lower {lower:+.2f})")
+    strips = summary.strips
+    web = sum(1 for s in strips if s.origin == "web")
+    parts.append(f"{len(strips)} strip{'s' if len(strips) != 1 else ''}" + (f", {web} from the web" if web else ""))
+    weak = _weak(summary)
     if weak:
         parts.append(f"{weak} web strip{'s' if weak != 1 else ''} below the upper threshold (marked weak)")
-    unverified = sum(1 for s in strips if s.get("unverified"))
+    unverified = sum(1 for s in strips if s.unverified)
     if unverified:
         parts.append(f"{unverified} strip{'s' if unverified != 1 else ''} unverified (marked)")
-    fallbacks = summary.get("fallbacks") or []
-    if fallbacks:
-        parts.append("fallback: " + _short("; ".join(f"{f.get('stage')}: {f.get('reason')}" for f in fallbacks)))
+    if summary.fallbacks:
+        parts.append("fallback: " + one_line("; ".join(f"{f.step}: {f.reason}" for f in summary.fallbacks),
+                                             REASON_CHARS))
     return "; ".join(parts) + "."
 
 
-def _weak(strips: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any]) -> int:
-    upper = thresholds.get("upper") if thresholds else None
-    if upper is None:
+def _weak(summary: Summary) -> int:
+    if summary.thresholds is None:
         return 0
-    return sum(1 for s in strips if s.get("origin") == "web" and s.get("score") is not None and s["score"] < upper)
+    return sum(1 for s in summary.strips if s.origin == "web" and s.score < summary.thresholds[0])
 
 
-def tool_text(summary: Mapping[str, Any], strips: Sequence[ToolStrip]) -> str:
+def tool_text(summary: Summary | Mapping[str, object], strips: Sequence[ToolStrip]) -> str:
     """The verdict line, then one "- " line per strip (web strips with their page, and "weak" where the
     strip scored below the upper threshold; an unverified strip after its mark and instruction): the whole
     tool result an agent reads."""
-    upper = (summary.get("thresholds") or {}).get("upper")
+    summary = as_summary(summary)
+    upper = summary.thresholds[0] if summary.thresholds else None
     lines = [verdict_line(summary)]
     for strip in strips:
-        line = f"- {unverified_mark() + ' ' if strip.unverified else ''}{' '.join(strip.text.split())}"
+        line = f"- {unverified_mark() + ' ' if strip.unverified else ''}{one_line(strip.text)}"
         if strip.source:
             weak = upper is not None and strip.score is not None and strip.score < upper
-            line += f" [from {strip.source}{f'; weak match {strip.score:+.2f}' if weak else ''}]"
+            line += f" [from {label_line(strip.source)}{f'; weak match {strip.score:+.2f}' if weak else ''}]"
         lines.append(line)
     return "\n".join(lines)
 
 
-def web_summary(scores: Sequence[float], thresholds: tuple[float, float], missing: str | None = None
-                ) -> dict[str, Any]:
-    """A summary (as `CorrectionResult.summary()` has it) for web knowledge judged on its own, as a web
-    search tool returns it: `scores` are the kept web strips' scores, and the action is the one the policy
-    gives them, so a page about the wrong entity reads as Ambiguous (weak), not as knowledge; `missing` says
-    why there is no web knowledge, when the search gave none."""
-    upper, lower = thresholds
-    summary: dict[str, Any] = {
-        "action": ActionPolicy(upper, lower).decide(scores).value, "scores": list(scores),
-        "thresholds": {"upper": upper, "lower": lower},
-        "strips": [{"origin": "web", "score": s} for s in scores], "abstention": None}
+def web_summary(scores: Sequence[float], thresholds: tuple[float, float], missing: str | None = None) -> Summary:
+    """The summary of web knowledge judged on its own, as a web search tool returns it: `scores` are the kept
+    web strips' scores, and the action is the one the policy gives them, so a page about the wrong entity
+    reads as Ambiguous (weak), not as knowledge; `missing` says why there is no web knowledge, when the
+    search gave none."""
+    abstention = None
     if not scores:
         reason = f"there is no web knowledge ({missing})" if missing else "no web strip passed the strip threshold"
-        summary["abstention"] = {"code": "no_knowledge", "reason": reason}
-    return summary
+        abstention = SummaryAbstention("no_knowledge", reason)
+    return Summary(action=ActionPolicy(*thresholds).decide(scores).value, scores=list(scores), thresholds=thresholds,
+                   strips=[SummaryStrip("", s, "web") for s in scores], abstention=abstention)
 
 
 def result_tool_text(result: CorrectionResult) -> str:
     """`tool_text` of a core `CorrectionResult`."""
-    return tool_text(result.summary(), [ToolStrip(s.text, s.source_label, s.score, s.unverified)
-                                        for s in result.knowledge])
+    return tool_text(result.typed_summary(trace=False),
+                     [ToolStrip(s.text, s.source_label, s.score, s.unverified) for s in result.knowledge])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -107,3 +108,29 @@ def serpapi_search(fake_web):
                              fetcher=fetcher, **kwargs)
 
     return make
+
+
+#: The demo questions with their answers, and a near miss: a passage that holds the answer without naming
+#: the bridge, which the lexical judge turns away ("does not name 'Golden Gate Bridge' in full").
+NEAR_MISS = "The bridge opened to traffic in May 1937 after four years of work."
+
+
+@pytest.fixture
+def answered_run(tmp_path) -> Path:
+    """A `crag run` output (no web search) of questions whose data rows carry their answers."""
+    from crag_shared.demo import QUESTIONS, corpus, retrieve
+    from crag_shared.tools.cli import main
+
+    def row(identifier, question, answers, passages):
+        return {"id": identifier, "question": question, "answers": answers,
+                "ctxs": [{"text": p.text, "title": p.title} if hasattr(p, "text") else {"text": p} for p in passages]}
+
+    others = [p for p in corpus() if p.title in ("Sydney Opera House", "Marie Curie")]
+    rows = [row("bridge", QUESTIONS[0], ["1937"], retrieve(QUESTIONS[0], corpus())),
+            row("mongolia", QUESTIONS[2], ["Ulaanbaatar"], retrieve(QUESTIONS[2], corpus())),
+            row("near-miss", QUESTIONS[0], ["1937"], [*others, NEAR_MISS])]
+    data = tmp_path / "answered.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "answered-out.jsonl"
+    assert main(["run", "--data", str(data), "--out", str(out)]) == 0
+    return out

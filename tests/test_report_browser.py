@@ -1,9 +1,11 @@
 """The report in a real browser: headless Chromium (Debian's package) driven by Playwright. It opens with no
-console error, every plot is visible, sorting and the filter work, and a 10,000-query run gives a page
-under 5 MB (its build and opening times are `crag-bench report` figures)."""
+console error, every plot is visible, sorting and the filters work, each query opens to its card by passage
+(the answer-bearing passage marked), the page sends no form, and a 10,000-query run gives a page under 5 MB
+(its build and opening times are `crag-bench report` figures)."""
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -95,3 +97,42 @@ def test_a_ten_thousand_query_run_gives_a_page_under_five_megabytes_that_opens(b
     tab, errors = opened(browser, page)
     assert errors == [] and tab.locator("#borderline > tbody > tr").count() == 500
     assert "10000" in tab.inner_text(".cards")
+
+
+def test_each_query_opens_to_its_card_by_passage_and_the_refused_answers_filter(browser, answered_run, tmp_path):
+    page = tmp_path / "report.html"
+    write_report(answered_run, page)
+    tab, errors = opened(browser, page)
+    row = tab.locator("#borderline > tbody > tr", has=tab.locator("td:first-child", has_text=re.compile("^near-miss$")))
+    passages = row.locator(".crag-passages tbody tr")
+    assert passages.count() == 3 and not passages.first.is_visible()  # closed until asked
+    row.locator("details summary").click()
+    assert all(passages.nth(i).is_visible() for i in range(3))
+    answer = row.locator(".crag-passages tr.crag-answer")
+    assert answer.count() == 1 and answer.is_visible()
+    cells = answer.locator("td").all_inner_texts()
+    assert cells[1].startswith("The bridge opened to traffic in May 1937") and cells[2].endswith("between")
+    assert "does not name 'Golden Gate Bridge' in full" in cells[3] and cells[5] == "answer refused"
+    bridge = tab.locator("#borderline > tbody > tr", has=tab.locator("td:first-child", has_text=re.compile("^bridge$")))
+    bridge.locator("details summary").click()
+    strip = bridge.locator(".crag-strips tbody tr td").nth(3)
+    assert strip.is_visible() and strip.inner_text().startswith("The Golden Gate Bridge is a suspension bridge")
+    tab.check("#refused")
+    [(_, _, text)] = shown_rows(tab)
+    assert text.startswith("near-miss") and tab.inner_text("#shown") == "1"
+    tab.uncheck("#refused")
+    assert len(shown_rows(tab)) == 3 and errors == []
+
+
+def test_the_page_sends_no_form(browser, answered_run, tmp_path):
+    page = tmp_path / "report.html"
+    write_report(answered_run, page)
+    tab, _ = opened(browser, page)
+    blocked = tab.evaluate("""() => new Promise(resolve => {
+        document.addEventListener('securitypolicyviolation', event => resolve(event.effectiveDirective));
+        const form = Object.assign(document.createElement('form'), {method: 'post', action: 'https://example.org/'});
+        document.body.append(form);
+        form.submit();
+        setTimeout(() => resolve(null), 3000);
+    })""")
+    assert blocked == "form-action" and tab.url == page.resolve().as_uri()

@@ -80,10 +80,10 @@ class CorrectiveWebSearch:
         issues = list(found.get("issues") or [])
         summary = web_summary(scores, self.refiner.thresholds, issues[-1] if issues and not found.get("documents")
                               else None)
-        outputs = {"documents": strips, "action": summary["action"], "scores": scores,
-                   "links": list(found.get("links") or []), "issues": issues, "crag": summary}
-        if summary["abstention"]:
-            outputs["abstention"] = summary["abstention"]["reason"]
+        outputs = {"documents": strips, "action": summary.action, "scores": scores,
+                   "links": list(found.get("links") or []), "issues": issues, "crag": summary.to_dict()}
+        if summary.abstention is not None:
+            outputs["abstention"] = summary.abstention.reason
         return outputs
 
     @component.output_types(**OUTPUTS)

@@ -2,8 +2,11 @@
 
 Input rows are PopQA/CRAG-style records (`question` + `ctxs` with `title`/`text`) or pair rows (one row
 per passage, grouped by query), read in the one row vocabulary (`crag_shared.rows`). Each output line is
-one query's result: action, scores, knowledge strips with provenance, rewritten query, web URLs and the
-trace; or its error.
+one query's result: action, scores, knowledge strips with provenance, each retrieved passage as judged
+(its title, first words, score and reason: what `crag report`'s card shows, bounded by
+`crag_shared.summary.PASSAGES_LISTED` and `PREVIEW_CHARS`), rewritten query, web URLs and the trace; or its
+error. When the input says which passages hold an answer (`answers`, or a label on every passage), the
+line keeps that as `labels`, one per passage.
 """
 
 from __future__ import annotations
@@ -18,18 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..calibration import holds_answer
 from ..corrector import Corrector
-from ..rows import read_records
+from ..rows import Record, read_records
 from ..types import CorrectionResult, FailedCorrection, Passage
 
 
 @dataclass(frozen=True)
 class Job:
-    """One query of the data set: its id (for resuming), question and retrieved passages."""
+    """One query of the data set: its id (for resuming), question, retrieved passages and, when the input
+    says, which passages hold an answer."""
 
     id: str
     question: str
     passages: list[Passage]
+    labels: list[bool] | None = None
 
 
 def read_jobs(path: str | Path) -> Iterator[Job]:
@@ -37,7 +43,15 @@ def read_jobs(path: str | Path) -> Iterator[Job]:
     one question gathered; a job's id is its record's key (its own id, else its content's hash). A malformed
     line raises, naming the file, the line and the field."""
     for record in read_records(path, "--data", max_bytes=None):
-        yield Job(record.key, record.question, record.passages)
+        yield Job(record.key, record.question, record.passages, answer_labels(record))
+
+
+def answer_labels(record: Record) -> list[bool] | None:
+    """Which passages hold an answer: a passage's own label, else whether its text holds one of the record's
+    `answers` (`holds_answer`); None when some passage has neither."""
+    labels = [label if label is not None else holds_answer(passage.text or "", record.answers) if record.answers
+              else None for passage, label in zip(record.passages, record.labels)]
+    return None if not labels or any(y is None for y in labels) else [bool(y) for y in labels]
 
 
 def unique_jobs(jobs: Iterable[Job], path: str | Path) -> list[Job]:
@@ -87,10 +101,11 @@ def _output_record(line: bytes) -> str | None:
 
 def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, Any]:
     """One output line of `crag run`: the job's id and question, and the result in full (`to_dict(texts=True)`)
-    or the error."""
+    with the passages' answer `labels` when known, or the error."""
     if isinstance(result, FailedCorrection):
         return {"id": job.id, "question": job.question, "error": result.error}
-    return {"id": job.id, "question": job.question, **result.to_dict(texts=True)}
+    labels = {"labels": job.labels} if job.labels is not None else {}
+    return {"id": job.id, "question": job.question, **result.to_dict(texts=True), **labels}
 
 
 def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, bool]]:

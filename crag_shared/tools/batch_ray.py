@@ -47,12 +47,12 @@ def connect() -> None:
 
 def _job_row(job: Job) -> dict[str, str]:
     """A job as one string column, so Arrow never reshapes passages or their optional fields."""
-    return {"job": json.dumps([job.id, job.question, [[p.text, p.id, p.title] for p in job.passages]])}
+    return {"job": json.dumps([job.id, job.question, [[p.text, p.id, p.title] for p in job.passages], job.labels])}
 
 
 def _job(row: str) -> Job:
-    job_id, question, passages = json.loads(row)
-    return Job(job_id, question, [Passage(text, id=pid, title=title) for text, pid, title in passages])
+    job_id, question, passages, labels = json.loads(row)
+    return Job(job_id, question, [Passage(text, id=pid, title=title) for text, pid, title in passages], labels)
 
 
 class CorrectBatch:

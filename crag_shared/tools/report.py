@@ -1,33 +1,36 @@
 """`crag report`: one self-contained HTML page of what CRAG decided over many queries.
 
 Plots are inline SVG drawn by matplotlib (text kept as text, so a plot is a few tens of kilobytes and
-searchable); the table is sorted and filtered by a few lines of inline script. Nothing is fetched: the
-page opens from disk, offline.
+searchable); the table is sorted and filtered by a few lines of inline script, and each of its queries
+opens to its card (`crag_shared.summary.verdict_html`: every retrieved passage as judged, the strips, the
+fallbacks), the passages holding an answer marked where the records say. Nothing is fetched: the page
+opens from disk, offline, and its policy allows no form to be sent.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import math
+import os
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from ..notebook import COLOURS, verdict_html
-from .report_data import Row, common_thresholds, latency, read_rows, tradeoff_curve
+from ..summary import COLOURS, verdict_html
+from .report_data import BORDERLINE_ROWS, Row, common_thresholds, latency, read_rows, tradeoff_curve
 
-#: The borderline table lists at most this many queries, nearest a threshold first.
-BORDERLINE_ROWS = 500
 ACTIONS = ("correct", "ambiguous", "incorrect", "unjudged", "failed")
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1200px}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d0d7de}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top}
 th{background:#f6f8fa;cursor:pointer;user-select:none}.num{text-align:right}.cards span{display:inline-block;
-margin:0 18px 8px 0}.plot svg{max-width:100%;height:auto}pre{white-space:pre-wrap;max-width:700px;font-size:11px}
+margin:0 18px 8px 0}.plot svg{max-width:100%;height:auto}.crag-verdict table{margin:6px 0}
+.crag-verdict caption{text-align:left;font-weight:bold}.crag-verdict th{cursor:default}
+tr.crag-answer{background:#dafbe1}
 """
 
 SCRIPT = """
@@ -35,12 +38,14 @@ const table = document.getElementById('borderline');
 const body = table.tBodies[0];
 const filter = document.getElementById('filter');
 const action = document.getElementById('action');
+const refused = document.getElementById('refused');
 function apply() {
   const text = filter.value.toLowerCase();
   let shown = 0;
   for (const row of body.rows) {
     const ok = (!text || row.textContent.toLowerCase().includes(text))
-      && (!action.value || row.dataset.action === action.value);
+      && (!action.value || row.dataset.action === action.value)
+      && (!refused || !refused.checked || row.dataset.refused === '1');
     row.hidden = !ok;
     shown += ok ? 1 : 0;
   }
@@ -48,6 +53,7 @@ function apply() {
 }
 filter.addEventListener('input', apply);
 action.addEventListener('change', apply);
+if (refused) refused.addEventListener('change', apply);
 for (const [index, header] of [...table.tHead.rows[0].cells].entries()) {
   header.addEventListener('click', () => {
     const up = header.dataset.order !== 'up';
@@ -158,34 +164,48 @@ def _latency_table(rows: Sequence[Row]) -> str:
             f"<th>p95</th></tr></thead><tbody>{body}</tbody></table>")
 
 
-def _detail(row: Row) -> str:
-    trace = row.record.get("trace")
-    steps = json.dumps(trace.get("steps") if isinstance(trace, dict) else None, ensure_ascii=False)
-    return (f"<details><summary>verdict and trace</summary>{verdict_html(row.record)}"
-            f"<pre>{escape(steps[:6000])}</pre></details>")
+def _answer(row: Row) -> str:
+    if row.labels is None:
+        return "<td></td>"
+    if row.refused:
+        return "<td data-value='2' style='color:#cf222e'>refused</td>"
+    return "<td data-value='1'>kept</td>" if any(row.labels) else "<td data-value='0'>none retrieved</td>"
+
+
+def _table_row(row: Row) -> str:
+    best = f"{row.best:+.3f}" if row.best is not None else "–"
+    total = row.stages.get("result")
+    margin = f"<td class='num' data-value='{row.margin:.6f}'>{row.margin:.3f}</td>" if math.isfinite(row.margin) else (
+        "<td class='num' data-value='1e9'>–</td>")
+    card = verdict_html(row.summary, row.labels) if row.summary is not None else ""
+    return (f"<tr data-action='{escape(row.action)}' data-refused='{int(row.refused)}'><td>{escape(row.id)}</td>"
+            f"<td>{escape(row.question)}</td><td>{escape(row.action)}</td>"
+            f"<td class='num' data-value='{row.best}'>{best}</td>{margin}<td>{escape(row.abstention or '')}</td>"
+            f"<td>{'yes' if row.web else ''}</td>{_answer(row)}"
+            f"<td class='num' data-value='{total if total is not None else -1}'>"
+            f"{'' if total is None else f'{total:.1f}'}</td>"
+            f"<td><details><summary>passages and verdict</summary>{card}</details></td></tr>")
 
 
 def _borderline(rows: Sequence[Row]) -> str:
-    near = sorted((r for r in rows if math.isfinite(r.margin)), key=lambda r: (r.margin, r.number))[:BORDERLINE_ROWS]
-    cells = []
-    for row in near:
-        best = f"{row.best:+.3f}" if row.best is not None else "–"
-        total = row.stages.get("result")
-        cells.append(
-            f"<tr data-action='{escape(row.action)}'><td>{escape(row.id)}</td><td>{escape(row.question)}</td>"
-            f"<td>{escape(row.action)}</td><td class='num' data-value='{row.best}'>{best}</td>"
-            f"<td class='num' data-value='{row.margin:.6f}'>{row.margin:.3f}</td>"
-            f"<td>{escape(row.abstention or '')}</td><td>{'yes' if row.web else ''}</td>"
-            f"<td class='num' data-value='{total if total is not None else -1}'>"
-            f"{'' if total is None else f'{total:.1f}'}</td><td>{_detail(row)}</td></tr>")
-    options = "".join(f"<option value='{a}'>{a}</option>" for a in ACTIONS if any(r.action == a for r in near))
-    return (f"<h2>Borderline queries</h2><p>The {len(near)} queries whose best score lies nearest a threshold "
-            f"(at most {BORDERLINE_ROWS}). Click a column to sort. Filter: <input id='filter' placeholder='text'> "
-            f"<select id='action'><option value=''>every action</option>{options}</select> "
-            f"(<span id='shown'>{len(near)}</span> shown)</p>"
+    listed = sorted((r for r in rows if r.summary is not None), key=lambda r: (r.margin, r.number))
+    near = sum(math.isfinite(r.margin) for r in listed)
+    labelled = any(r.labels is not None for r in rows)
+    refusals = sum(r.refused for r in rows)
+    options = "".join(f"<option value='{a}'>{a}</option>" for a in ACTIONS if any(r.action == a for r in listed))
+    answers = (f" <label><input type='checkbox' id='refused'> only the queries whose answer-bearing passage was "
+               f"refused</label> ({refusals} in all)") if labelled else ""
+    return (f"<h2>Borderline queries</h2><p>The queries whose best score lies nearest a threshold (at most "
+            f"{BORDERLINE_ROWS})" + (f" and those whose answer-bearing passage was refused (at most "
+                                     f"{BORDERLINE_ROWS})" if labelled else "") +
+            f": {len(listed)} queries, {near} of them near a threshold. Each opens to its card: every retrieved "
+            "passage with its score, the judge's reason and whether it was kept. Click a column to sort. Filter: "
+            "<input id='filter' placeholder='text'> "
+            f"<select id='action'><option value=''>every action</option>{options}</select>{answers} "
+            f"(<span id='shown'>{len(listed)}</span> shown)</p>"
             "<table id='borderline'><thead><tr><th>id</th><th>question</th><th>action</th><th>best score</th>"
-            "<th>to threshold</th><th>abstention</th><th>web</th><th>total ms</th><th>trace</th></tr></thead>"
-            f"<tbody>{''.join(cells)}</tbody></table>")
+            "<th>to threshold</th><th>abstention</th><th>web</th><th>answer</th><th>total ms</th><th>card</th>"
+            f"</tr></thead><tbody>{''.join(_table_row(r) for r in listed)}</tbody></table>")
 
 
 def build_report(rows: Sequence[Row], title: str) -> str:
@@ -213,14 +233,28 @@ def build_report(rows: Sequence[Row], title: str) -> str:
         sections.append(_counts_table("Failed queries", failed, len(rows)))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
             "content='width=device-width'><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'none'\">"
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
             f"<div class='cards'>{''.join(cards)}</div>{plots}{''.join(sections)}{_borderline(rows)}"
             f"<script>{SCRIPT}</script></body></html>")
 
 
 def write_report(results: str | Path, out: str | Path, title: str | None = None) -> int:
-    """Read `results` (JSONL) and write the report to `out`; returns the number of queries."""
+    """Read `results` (JSONL) and write the report to `out`; returns the number of queries. The page is
+    written beside `out` and moved over it whole, so a failure leaves any earlier report as it was; text
+    UTF-8 cannot hold (a lone surrogate a record kept) is written as its escape."""
     rows = read_rows(results)
-    Path(out).write_text(build_report(rows, title or f"CRAG report: {Path(results).name}"), encoding="utf-8")
+    page = build_report(rows, title or f"CRAG report: {Path(results).name}").encode("utf-8", "backslashreplace")
+    replace_file(Path(out), page)
     return len(rows)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` to a new file beside `path`, then rename it over `path` in one step."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temporary, "xb") as sink:  # created with the usual permissions (umask), never an existing file
+            sink.write(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -3,25 +3,35 @@ live queries (the `metadata["crag"]` / `CRAGReport` dicts the adapters record), 
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..calibration import JudgedQuery, tradeoff
 from ..files import json_lines
 from ..policy import ActionPolicy
 from ..rows import QUESTION, id_of, named
+from ..summary import Summary, one_line
 
 #: Stages whose milliseconds the trace records, by step name.
 TIMED = {"evaluate": "ms", "refine_internal": "ms", "refine_web": "ms", "result": "total_ms"}
 
 
+#: The table lists at most this many queries nearest a threshold, and at most this many more whose
+#: answer-bearing passage was refused; only those keep their summary (their card) while the file is read.
+BORDERLINE_ROWS = 500
+#: The longest question, abstention or fallback reason a row keeps (the table and counts show them).
+TEXT_CHARS = 500
+
+
 @dataclass
 class Row:
-    """One query of the report."""
+    """One query of the report. `summary` (what its card shows) is kept only for the rows the table lists;
+    `labels` says which passages hold an answer, where the record says; `refused`: one of those was turned
+    away (its text did not reach the knowledge)."""
 
     number: int
     id: str
@@ -35,8 +45,9 @@ class Row:
     web: bool = False
     fallbacks: list[str] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
-    record: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    refused: bool = False
+    summary: Summary | None = None
 
     @property
     def best(self) -> float | None:
@@ -49,12 +60,6 @@ class Row:
         if self.best is None or self.thresholds is None:
             return math.inf
         return min(abs(self.best - t) for t in self.thresholds)
-
-
-def _thresholds(value: object) -> tuple[float, float] | None:
-    if isinstance(value, Mapping) and all(isinstance(value.get(k), (int, float)) for k in ("upper", "lower")):
-        return float(value["upper"]), float(value["lower"])
-    return None
 
 
 def _stages(trace: object) -> dict[str, float]:
@@ -72,45 +77,83 @@ def _stages(trace: object) -> dict[str, float]:
     return found
 
 
-def row_of(number: int, record: Mapping[str, Any]) -> Row:
-    """A report row from one JSON line, its question and id read in the one row vocabulary
-    (`crag_shared.rows`); a line that is no CRAG record raises ValueError saying what is missing."""
-    found = named(record, QUESTION)
-    question = str(found[1]) if found and found[1] is not None else ""
-    identifier = id_of(record) or str(number)
-    if "error" in record and "action" not in record:
-        return Row(number, identifier, question, "failed", [], None, error=str(record["error"]), record=dict(record))
-    scores = record.get("scores")
-    if not isinstance(scores, list) or not all(isinstance(s, (int, float)) for s in scores):
-        raise ValueError("no `scores` list: not a crag run output, calibration record or CRAG metadata line")
-    thresholds = _thresholds(record.get("thresholds"))
-    action = record.get("action")
-    if not isinstance(action, str):
-        if thresholds is None:
-            raise ValueError("neither an `action` nor `thresholds` to decide one")
-        action = ActionPolicy(*thresholds).decide(scores).value
+def _labels(record: Mapping[str, object], scores: Sequence[float]) -> list[bool] | None:
     labels = record.get("labels")
-    abstention = record.get("abstention")
-    fallbacks = [f"{f.get('step')}: {f.get('reason')}" + (" (the setup, not a fault)" if f.get("expected") else "")
-                 for f in record.get("fallbacks") or () if isinstance(f, Mapping)]
-    return Row(number, identifier, question, action, [float(s) for s in scores], thresholds,
-               labels=[bool(y) for y in labels] if isinstance(labels, list) and len(labels) == len(scores) else None,
-               kind=record.get("kind") if isinstance(record.get("kind"), str) else None,
-               abstention=str(abstention.get("reason")) if isinstance(abstention, Mapping) else None,
-               web=bool(record.get("web_urls")) or bool(record.get("rewritten_query")),
-               fallbacks=fallbacks, stages=_stages(record.get("trace")), record=dict(record))
+    if labels is None:
+        return None
+    if not isinstance(labels, list) or not all(isinstance(y, bool) for y in labels):
+        raise ValueError("labels: expected a list of true or false")
+    return labels if len(labels) == len(scores) else None
+
+
+def row_of(number: int, record: Mapping[str, object]) -> Row:
+    """A report row from one JSON line, its question and id read in the one row vocabulary
+    (`crag_shared.rows`) and the rest as the one summary shape (`Summary.from_dict`); a line that is no CRAG
+    record, or holds a field of the wrong kind, raises ValueError saying which."""
+    found = named(record, QUESTION)
+    question = one_line(str(found[1]), TEXT_CHARS) if found and found[1] is not None else ""
+    identifier = one_line(id_of(record) or str(number), TEXT_CHARS)
+    if "error" in record and "action" not in record:
+        return Row(number, identifier, question, "failed", [], None, error=one_line(str(record["error"]), TEXT_CHARS))
+    if not isinstance(record.get("scores"), list):
+        raise ValueError("no `scores` list: not a crag run output, calibration record or CRAG metadata line")
+    decide = record.get("action") is None  # calibration records: the action their thresholds give
+    summary = Summary.from_dict({**record, "action": "unjudged"} if decide else record)
+    if decide:
+        if summary.thresholds is None:
+            raise ValueError("neither an `action` nor `thresholds` to decide one")
+        summary = replace(summary, action=ActionPolicy(*summary.thresholds).decide(summary.scores).value)
+    labels = _labels(record, summary.scores)
+    kind = record.get("kind")
+    fallbacks = [one_line(f"{f.step}: {f.reason}", TEXT_CHARS) + (" (the setup, not a fault)" if f.expected else "")
+                 for f in summary.fallbacks]
+    return Row(number, identifier, question, summary.action, summary.scores, summary.thresholds, labels=labels,
+               kind=kind if isinstance(kind, str) else None,
+               abstention=one_line(summary.abstention.reason, TEXT_CHARS) if summary.abstention else None,
+               web=bool(summary.web_urls) or bool(summary.rewritten_query), fallbacks=fallbacks,
+               stages=_stages(summary.trace),
+               refused=labels is not None and any(y and not summary.kept(i) for i, y in enumerate(labels)),
+               summary=summary)
+
+
+class _Listed:
+    """The rows the table lists, chosen while the file streams by: the `BORDERLINE_ROWS` nearest a threshold
+    and the first `BORDERLINE_ROWS` with a refused answer; every other row lets its summary go."""
+
+    def __init__(self) -> None:
+        self.nearest: list[tuple[float, int, Row]] = []  # a max-heap of the margins, by (-margin, -number)
+        self.refusals: set[int] = set()
+
+    def add(self, row: Row) -> None:
+        if row.refused and len(self.refusals) < BORDERLINE_ROWS:
+            self.refusals.add(row.number)
+        if not math.isfinite(row.margin):
+            self._let_go(row)
+            return
+        heapq.heappush(self.nearest, (-row.margin, -row.number, row))
+        if len(self.nearest) > BORDERLINE_ROWS:
+            self._let_go(heapq.heappop(self.nearest)[2])
+
+    def _let_go(self, row: Row) -> None:
+        if row.number not in self.refusals:
+            row.summary = None
 
 
 def read_rows(path: str | Path) -> list[Row]:
-    """Every row of a JSONL file; a malformed line raises ValueError naming the file and line."""
+    """Every row of a JSONL file, read line by line; only the rows the table lists keep their summary (see
+    `BORDERLINE_ROWS`), so memory grows with the number of queries, not with the size of their records. A
+    malformed line raises ValueError naming the file and line."""
     rows = []
+    listed = _Listed()
     for number, record in json_lines(path, "results"):
         try:
             if not isinstance(record, dict):
                 raise ValueError(f"a JSON {type(record).__name__}, not an object")
-            rows.append(row_of(number, record))
+            row = row_of(number, record)
         except (ValueError, RecursionError) as error:
             raise ValueError(f"{path}:{number}: {error}"[:300]) from None
+        listed.add(row)
+        rows.append(row)
     if not rows:
         raise ValueError(f"{path}: no records")
     return rows

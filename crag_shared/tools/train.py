@@ -213,10 +213,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     held_labels = [p.relevant for p in held]
 
     lengths = [len(item["input_ids"]) for item in train_items]
-    grouped: dict[object, list[int]] = {}  # the listwise loss needs each question's pairs in one batch
-    for i, key in enumerate(queries if config.listwise else range(len(train))):
-        grouped.setdefault(key, []).append(i)
-    groups = list(grouped.values())
+    groups = _groups(queries if config.listwise else list(range(len(train))))
     steps_per_epoch = -(-len(train_items) // config.batch_size)
     total = config.max_steps or max(1, int(steps_per_epoch * config.epochs))
     optimizer, schedule = _optimizer(model, config, total)
@@ -236,10 +233,7 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
                                   sum(losses[-config.eval_every:]) / len(losses[-config.eval_every:]), started, log)
                 if not held or math.isnan(report.best_auroc) or value > report.best_auroc:
                     report.best_auroc, report.best_step, bad_evals = value, step, 0
-                    best_state = {k: v.detach().clone() for k, v in model.model.state_dict().items()}
-                    if config.keep_best:  # an interrupted run still leaves its best model
-                        report.steps, report.seconds = step, time.perf_counter() - started
-                        _save(model, config, report)
+                    best_state = _best(model, config, report, step, started)
                 else:
                     bad_evals += 1
                     if bad_evals >= config.patience:
@@ -253,6 +247,23 @@ def train_evaluator(train: Sequence[Pair], validation: Sequence[Pair], config: T
     report.steps, report.seconds = step, time.perf_counter() - started
     _save(model, config, report)
     return report
+
+
+def _groups(keys: Sequence[object]) -> list[list[int]]:
+    """Indices by key, in first-seen order: the listwise loss needs each question's pairs in one batch."""
+    grouped: dict[object, list[int]] = {}
+    for i, key in enumerate(keys):
+        grouped.setdefault(key, []).append(i)
+    return list(grouped.values())
+
+
+def _best(model: _Model, config: TrainConfig, report: TrainReport, step: int, started: float) -> dict[str, Any]:
+    """A copy of the model's weights, the best so far; with `keep_best`, saved too, so that an interrupted
+    run still leaves its best model."""
+    if config.keep_best:
+        report.steps, report.seconds = step, time.perf_counter() - started
+        _save(model, config, report)
+    return {k: v.detach().clone() for k, v in model.model.state_dict().items()}
 
 
 def _validate(model: _Model, items: list[Any], labels: list[bool], report: TrainReport, step: int, total: int,
