@@ -142,7 +142,8 @@ def _calibrate_qa(args: argparse.Namespace, judge: Corrector, plot: Callable[...
 
 
 def tradeoff_text(result: QACalibration) -> str:
-    """The fitted thresholds, the counts, and the trade-off rows a user chooses by, as `crag calibrate` prints."""
+    """The fitted thresholds, the counts, the trade-off rows a user chooses by, and the calibration's
+    warnings, as `crag calibrate` prints them."""
     summary = result.summary()
     answerable, near = summary["answerable"], summary["near_miss_queries"]
     lines = [f"thresholds ({summary['chosen_by']}): upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} "
@@ -156,7 +157,7 @@ def tradeoff_text(result: QACalibration) -> str:
         mark = "  <- chosen" if row.upper == summary["upper"] else ""
         lines.append(f"{row.upper:+.2f}   {row.answers_kept:>5}/{answerable:<6} {row.near_misses_passed:>8}/{near:<12}"
                      f"{row.no_answer_passed:>6}/{summary['no_answer']}{mark}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *(f"warning: {warning}" for warning in summary["warnings"])])
 
 
 def _fit_combination(args: argparse.Namespace) -> int:
