@@ -1,4 +1,4 @@
-"""The `crag` command: demo, run, calibrate, report, fit-combination, train-evaluator and export-onnx.
+"""The `crag` command: demo, run, calibrate, report, export, fit-combination, train-evaluator and export-onnx.
 
 Every user error (a bad argument, a missing or malformed file, a missing optional dependency) ends with
 one line on stderr saying what is wrong, and exit status 2; a traceback means a bug in crag.
@@ -239,9 +239,22 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_run
+
+    readable(args.results, "results")
+    readable(args.data, "--data")
+    writable(args.out, "--out")
+    counts = export_run(args.results, args.out, args.format, data=args.data)
+    failed = f"; {counts['failed']} failed queries left out" if counts["failed"] else ""
+    print(f"exported {counts['rows']} queries as {args.format} rows ({counts['with_reference']} with a reference"
+          f"{failed}): {args.out}")
+    return 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
-    "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report,
+    "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report, "export": _export,
 }
 
 
