@@ -115,14 +115,17 @@ class QACalibration:
         row = next((r for r in self.tradeoff if r.upper == self.thresholds[0]), None)
         if row is None or 2 * row.answers_kept >= answerable:
             return None
+        said = (f"the thresholds keep {row.answers_kept} of {answerable} answers "
+                f"({row.answers_kept / answerable:.0%}; upper {row.upper:+.2f})")
         # the highest upper keeping half the answers passes on the fewest near misses that do
-        half = max((r for r in self.tradeoff if 2 * r.answers_kept >= answerable), key=lambda r: r.upper)
+        half = max((r for r in self.tradeoff if 2 * r.answers_kept >= answerable), key=lambda r: r.upper, default=None)
+        if half is None:
+            return said
         budget = math.ceil(round(100 * half.near_misses_passed / max(1, near), 6)) / 100
         better = self.choose(budget)
         kept = next(r for r in better.tradeoff if r.upper == better.thresholds[0])
-        return (f"the thresholds keep {row.answers_kept} of {answerable} answers ({row.answers_kept / answerable:.0%}; "
-                f"upper {row.upper:+.2f}): near_miss_budget={budget:g} (--near-miss-budget {budget:g}) keeps "
-                f"{kept.answers_kept} ({kept.answers_kept / answerable:.0%}; upper {kept.upper:+.2f}), passing on "
+        return (f"{said}: near_miss_budget={budget:g} (--near-miss-budget {budget:g}) keeps {kept.answers_kept} "
+                f"({kept.answers_kept / answerable:.0%}; upper {kept.upper:+.2f}), passing on "
                 f"{kept.near_misses_passed} of {near} near misses")
 
     def summary(self) -> dict[str, Any]:
