@@ -101,6 +101,12 @@ def test_a_file_that_is_no_run_output_and_a_bad_format_are_one_line_each(tmp_pat
     assert main(["export", str(data), "--format", "ragas", "-o", str(out)]) == 2
     assert "data.jsonl:1: not a crag run output record" in capsys.readouterr().err
     assert out.read_text() == "kept\n" and not list(tmp_path.glob("*.partial"))  # the old file stays whole
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(run.read_text().splitlines()[0].replace('"thresholds": {', '"thresholds": [{', 1)
+                      .replace('}, "rewritten_query"', '}], "rewritten_query"', 1) + "\n")
+    assert main(["export", str(broken), "--format", "ragas", "-o", str(out)]) == 2
+    assert "broken.jsonl:1: not a crag run output record: `thresholds` is missing or of the wrong kind" in \
+        capsys.readouterr().err
     assert main(["export", str(run), "--format", "trulens", "-o", str(out)]) == 2
     assert "invalid choice: 'trulens'" in capsys.readouterr().err
     assert main(["export", str(run), "--format", "ragas", "-o", str(run)]) == 2

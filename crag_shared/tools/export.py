@@ -34,7 +34,8 @@ def verdict_of(record: Mapping[str, Any], answers: tuple[str, ...]) -> dict[str,
     """CRAG's verdict on one query of a `crag run` output, as an exported row carries it."""
     abstention = record.get("abstention")
     reason = abstention.get("reason") if isinstance(abstention, Mapping) else None
-    steps = (record.get("trace") or {}).get("steps") or []
+    steps = (record.get("trace") or {}).get("steps")
+    steps = steps if isinstance(steps, list) else []
     lowered = next((s.get("reasons") for s in steps if isinstance(s, Mapping) and s.get("step") == "evaluate"), None)
     verdict = {"id": record.get("id"), "action": record["action"], "abstained": bool(record.get("abstained")),
                "reason": str(reason) if reason is not None else verdict_line(record),
@@ -69,16 +70,27 @@ def export_row(record: Mapping[str, Any], answers: tuple[str, ...], form: str) -
 
 
 def _run_record(value: object, where: str) -> Mapping[str, Any] | None:
-    """A `crag run` output line: its record, or None for a query that failed in the run; any other line
-    raises, naming it."""
-    if isinstance(value, Mapping) and isinstance(value.get("question"), str) and "id" in value:
-        if "error" in value and "action" not in value:
-            return None
-        strips = value.get("strips")
-        if isinstance(value.get("action"), str) and isinstance(strips, list) and all(
-                isinstance(s, Mapping) and isinstance(s.get("text"), str) for s in strips):
-            return value
-    raise ValueError(f"{where}: not a crag run output record (id, question, action and strips with their text)")
+    """A `crag run` output line: its record, or None for a query that failed in the run; any other line,
+    or a field of the wrong kind, raises, naming the line."""
+    if not (isinstance(value, Mapping) and isinstance(value.get("question"), str) and "id" in value):
+        raise ValueError(f"{where}: not a crag run output record (id, question, action and strips with their text)")
+    if "error" in value and "action" not in value:
+        return None
+    wrong = [name for name, right in (
+        ("action", isinstance(value.get("action"), str)),
+        ("strips", isinstance(value.get("strips"), list) and all(
+            isinstance(s, Mapping) and isinstance(s.get("text"), str) for s in value["strips"])),
+        ("scores", isinstance(value.get("scores"), list) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in value["scores"])),
+        ("thresholds", isinstance(value.get("thresholds"), Mapping) and all(
+            isinstance(value["thresholds"].get(k), (int, float)) for k in ("upper", "lower"))),
+        ("abstention", value.get("abstention") is None or isinstance(value["abstention"], Mapping)),
+        ("fallbacks", isinstance(value.get("fallbacks") or [], list) and all(
+            isinstance(f, Mapping) for f in value.get("fallbacks") or [])),
+        ("trace", value.get("trace") is None or isinstance(value["trace"], Mapping))) if not right]
+    if wrong:
+        raise ValueError(f"{where}: not a crag run output record: `{wrong[0]}` is missing or of the wrong kind")
+    return value
 
 
 def export_run(results: str | Path, out: str | Path, form: str, *, data: str | Path | None = None
