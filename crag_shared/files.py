@@ -3,7 +3,9 @@ web results) and JSONL data files (records, questions and answers, results).
 
 A setting can come from a pipeline YAML, a saved config or the command line. Pointed at `/dev/zero`, a
 FIFO or a huge file, a plain `read_text()` exhausts memory or waits forever; here such a file fails at
-once, with an error naming the setting and the path. Only regular files of bounded size are read.
+once, with an error naming the setting and the path. Only regular files are read, and every read is
+bounded by the bytes it takes, not by the size the file reports: a `/proc` file reports 0 bytes and may
+hold gigabytes without a line break (`/proc/self/pagemap`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 #: The most a settings file (thresholds, a combination) may hold.
 MAX_SETTINGS_BYTES = 1 << 20
@@ -21,6 +24,9 @@ MAX_RECORDED_BYTES = 256 << 20
 #: The most a JSONL data file read whole may hold (questions and answers, retrieved passages, labelled
 #: pairs, a report's results).
 MAX_DATA_BYTES = 512 << 20
+#: The most one line of a JSONL file may hold, whatever the file's own bound (a record with its passages
+#: and trace is a few megabytes at most).
+MAX_LINE_BYTES = 64 << 20
 
 
 def checked_file(path: str | os.PathLike[str], setting: str, max_bytes: int | None) -> Path:
@@ -55,13 +61,32 @@ def read_settings_text(path: str | os.PathLike[str], setting: str, max_bytes: in
 def json_lines(path: str | os.PathLike[str], kind: str, max_bytes: int | None = MAX_DATA_BYTES
                ) -> Iterator[tuple[int, object]]:
     """(line number, value) of each non-blank line of a JSONL file, a regular file of at most `max_bytes`
-    (None: any size, for a data set read line by line), `kind` naming it in errors; a line that is not JSON
-    raises ValueError naming the file and line."""
+    (None: any size, for a data set read line by line) with no line over `MAX_LINE_BYTES`, `kind` naming it
+    in errors; a line that is not JSON raises ValueError naming the file and line. The bounds hold for the
+    bytes read, so a file that reports a smaller size than it holds is refused at the bound too."""
     with checked_file(path, kind, max_bytes).open("rb") as lines:
-        for number, raw in enumerate(lines, 1):
+        for number, raw in enumerate(_bounded_lines(lines, path, kind, max_bytes), 1):
             if not raw.strip():
                 continue
             try:
                 yield number, json.loads(raw.decode("utf-8"))
             except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
                 raise ValueError(f"{path}:{number}: not a JSON line ({type(error).__name__}: {error})"[:300]) from None
+
+
+def _bounded_lines(lines: BinaryIO, path: str | os.PathLike[str], kind: str, max_bytes: int | None
+                   ) -> Iterator[bytes]:
+    """Each line of `lines`, never reading past `max_bytes` in all or `MAX_LINE_BYTES` in one line."""
+    read = 0
+    while True:
+        left = None if max_bytes is None else max_bytes - read
+        cap = MAX_LINE_BYTES if left is None else min(MAX_LINE_BYTES, left)
+        raw = lines.readline(cap + 1)
+        if not raw:
+            return
+        read += len(raw)
+        if len(raw) > cap:
+            if left is not None and left <= MAX_LINE_BYTES:
+                raise ValueError(f"{kind} {path}: more than the {max_bytes:,} bytes it may hold")
+            raise ValueError(f"{kind} {path}: a line longer than {MAX_LINE_BYTES:,} bytes; is it a JSONL file?")
+        yield raw

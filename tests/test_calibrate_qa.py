@@ -208,3 +208,43 @@ def test_calibration_reads_the_popqa_records_as_crag_run_does(bench_dir, tmp_pat
     fitted = {line["id"]: line["scores"] for line in map(json.loads, records.read_text().splitlines())
               if line["kind"] != "near_miss"}
     assert len(fitted) == 12 and fitted == run_scores
+
+
+def test_thresholds_keeping_under_half_the_answers_warn_with_the_budget_that_keeps_more(bench_dir, tmp_path, capsys,
+                                                                                       caplog):
+    """On 20 PopQA questions Eq. 2's upper threshold keeps 7 of 20 answers: the call, its result, the thresholds
+    file and `crag calibrate` say so, with the near_miss_budget that keeps at least half."""
+    import logging
+    import re
+
+    subset = tmp_path / "popqa.jsonl"
+    lines = (bench_dir / "popqa_ctxs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:20]
+    subset.write_text("".join(lines), encoding="utf-8")
+    pairs = read_qa(subset)
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        found = calibrate_qa(Corrector(LexicalEvaluator(), score_titles=True), pairs, read_retrieved(subset, pairs),
+                             progress=False)
+    kept = next(r for r in found.tradeoff if r.upper == found.thresholds[0]).answers_kept
+    answerable = found.count("answerable")
+    assert 2 * kept < answerable
+    warning = next(w for w in found.warnings if w.startswith("the thresholds keep"))
+    assert f"keep {kept} of {answerable} answers ({kept / answerable:.0%}; upper {found.thresholds[0]:+.2f})" in warning
+    budget = float(re.search(r"near_miss_budget=([0-9.]+)", warning).group(1))
+    better = found.choose(budget)
+    better_kept = next(r for r in better.tradeoff if r.upper == better.thresholds[0]).answers_kept
+    assert 2 * better_kept >= answerable and f"keeps {better_kept} (" in warning
+    assert not any(w.startswith("the thresholds keep") for w in better.warnings)  # the budget's choice keeps half
+    assert any(r.name == "crag" and r.getMessage() == f"crag calibration: {warning}" for r in caplog.records)
+    assert found.summary()["warnings"] == found.warnings
+
+    out = tmp_path / "t.json"
+    assert main(["calibrate", "--qa", str(subset), "--retrieved", str(subset), "--titles", "--out", str(out),
+                 "--plot", ""]) == 0
+    assert f"warning: {warning}" in capsys.readouterr().out
+    assert json.loads(out.read_text())["warnings"] == [warning]
+    assert main(["calibrate", "--qa", str(subset), "--retrieved", str(subset), "--titles", "--out", str(out),
+                 "--plot", "", "--near-miss-budget", str(budget)]) == 0
+    assert "warning:" not in capsys.readouterr().out
+    cookbook = calibrate_qa(Corrector(LexicalEvaluator()), qa(), [[p["text"] for p in corpus()]] * 30, progress=False)
+    kept = next(r for r in cookbook.tradeoff if r.upper == cookbook.thresholds[0]).answers_kept
+    assert 2 * kept >= 30 and cookbook.warnings == []

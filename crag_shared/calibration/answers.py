@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import json_lines
-from ..rows import ANSWERS, QUESTION, answers_of, id_of, named, read_records
+from ..rows import ANSWERS, QUESTION, Record, answers_of, id_of, named, read_records
+from ..text.words import STOPWORDS, terms
 from ..text.writing_systems import has_cjk
 from ..types import Passage
+
+#: The longest gold answer read: an answer is the few words a passage must hold, and matching it is linear
+#: in the passage only while the answer is short.
+MAX_ANSWER_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -36,15 +41,36 @@ def holds_answer(text: str, answers: Iterable[str]) -> bool:
     haystack = normalized(text)
     for answer in answers:
         needle = normalized(answer)
-        if not needle:
-            continue
-        if has_cjk(needle):
-            if needle in haystack:
-                return True
-            continue
-        if re.search(rf"(?<![^\W_]){re.escape(needle)}(?![^\W_])", haystack):
+        if needle and (needle in haystack if has_cjk(needle) else _bounded_occurrence(needle, haystack)):
             return True
     return False
+
+
+def _bounded_occurrence(needle: str, haystack: str) -> bool:
+    """Whether `needle` occurs in `haystack` with no letter or digit right before or after it: substring
+    search, no pattern built from the answer (a regex of a huge answer exhausts memory compiling it)."""
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        if (start == 0 or not haystack[start - 1].isalnum()) and (end == len(haystack) or
+                                                                  not haystack[end].isalnum()):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
+def weak_answers(pairs: Iterable[QAPair]) -> list[tuple[str, str]]:
+    """(question id or question, answer) of each answer too common to label passages by: one character
+    ("a", "7", "金"), or only stopwords ("the", "it is"). Such an answer occurs in most passages, so most
+    passages would be labelled as holding it."""
+    weak = []
+    for pair in pairs:
+        for answer in pair.answers:
+            needle = normalized(answer)
+            words = terms(needle)
+            if len(needle) == 1 or (needle and words and all(w in STOPWORDS for w in words)):
+                weak.append((pair.id or pair.question, answer))
+    return weak
 
 
 def qa_pair(value: object, where: str) -> QAPair:
@@ -72,6 +98,10 @@ def qa_pair(value: object, where: str) -> QAPair:
         raise ValueError(f"{where}: `answers` must be a list of strings (or one `answer` string)")
     if not any(a.strip() for a in answers):
         raise ValueError(f"{where}: no non-empty answer for {question!r}")
+    longest = max(len(a) for a in answers)
+    if longest > MAX_ANSWER_CHARS:
+        raise ValueError(f"{where}: an answer of {longest:,} characters, more than the {MAX_ANSWER_CHARS:,} an "
+                         "answer may have (an answer is the words a passage must hold, not a passage)")
     return QAPair(question, tuple(answers), None if question_id is None else str(question_id))
 
 
@@ -91,19 +121,33 @@ def read_retrieved(path: str | Path, questions: Sequence[QAPair]) -> list[list[P
     one row vocabulary (`crag_shared.rows`), as `crag run` reads its data: a record (`{"id" or "question":
     ..., "passages" or "ctxs": [text or {"text", "title", ...}, ...]}`) or pair rows a question. A record is
     matched to a question by `id` where both have one, else by the question's text. A question with no
-    record raises, naming it."""
-    by_id: dict[str, list[Passage]] = {}
-    by_question: dict[str, list[Passage]] = {}
+    record raises, naming it. So does an id two questions share, or one that two records share, and a
+    question matched by its text to two records: each would be given one passage list, and thresholds
+    fitted on the wrong passages."""
+    repeated = sorted(i for i, n in Counter(q.id for q in questions if q.id is not None).items() if n > 1)
+    if repeated:
+        named_ids = ", ".join(repr(i) for i in repeated[:5]) + (f" and {len(repeated) - 5} more" if len(repeated) > 5
+                                                               else "")
+        raise ValueError(f"ids used by more than one question: {named_ids}: give each question its own id, so "
+                         "each is matched to its own passages")
+    by_id: dict[str, list[Record]] = {}
+    by_question: dict[str, list[Record]] = {}
     for record in read_records(path, "retrieved-passages", need_question=False):
         if record.id is None and not record.question:
             raise ValueError(f"{record.where}: no `id` or question to match it to a question")
         if record.id is not None:
-            by_id.setdefault(record.id, record.passages)
+            by_id.setdefault(record.id, []).append(record)
         if record.question:
-            by_question.setdefault(record.question, record.passages)
-    found = [by_id.get(q.id) if q.id is not None and q.id in by_id else by_question.get(q.question)
+            by_question.setdefault(record.question, []).append(record)
+    found = [by_id[q.id] if q.id is not None and q.id in by_id else by_question.get(q.question)
              for q in questions]
-    missing = [q.id or q.question for q, passages in zip(questions, found) if passages is None]
+    missing = [q.id or q.question for q, records in zip(questions, found) if records is None]
     if missing:
         raise ValueError(f"{path}: no retrieved passages for {len(missing)} question(s), e.g. {missing[0]!r}")
-    return [passages or [] for passages in found]
+    for question, records in zip(questions, found):
+        if records is not None and len(records) > 1:
+            lines = ", ".join(r.where.rsplit(":", 1)[-1] for r in records)
+            name = f"id {question.id!r}" if question.id in by_id else f"question {question.question!r}"
+            raise ValueError(f"{path}: {name} has {len(records)} records (lines {lines}): give each record its "
+                             "own id, so each question is matched to its own passages")
+    return [records[0].passages if records else [] for records in found]

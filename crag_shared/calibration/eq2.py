@@ -43,6 +43,7 @@ class _Counter:
     """Counts actions per label for any threshold pair in O(log n), from sorted best scores."""
 
     def __init__(self, best_scores: Sequence[float], positives: Sequence[bool]) -> None:
+        _no_nan([[s] for s in best_scores])
         self.pos = sorted(s for s, p in zip(best_scores, positives) if p)
         self.neg = sorted(s for s, p in zip(best_scores, positives) if not p)
 
@@ -77,6 +78,18 @@ class _Counter:
 MAX_STEPS = 2001
 
 
+def _no_nan(query_scores: Sequence[Sequence[float]]) -> None:
+    """Refuse NaN scores, naming how many and the first query holding one: NaN compares false with every
+    threshold, so it would be counted in no action at all, and a best score taken over it depends on the
+    passages' order. An evaluator that gives NaN failed; its scores fit no thresholds."""
+    nans = [i for i, scores in enumerate(query_scores) for s in scores if math.isnan(s)]
+    if nans:
+        total = sum(len(scores) for scores in query_scores)
+        raise ValueError(f"{len(nans)} of {total} scores are NaN (the first in query {nans[0]}): the evaluator "
+                         "failed on them; score again with a working evaluator instead of fitting thresholds "
+                         "to them")
+
+
 def fit_thresholds(query_scores: Sequence[Sequence[float]], query_labels: Sequence[Sequence[bool]], *,
               alpha: float = 1.0, steps: int = 201) -> Calibration:
     """Fit (upper, lower) by grid search over [-1, 1] maximising `equation_2` (paper, Appendix B).
@@ -87,6 +100,11 @@ def fit_thresholds(query_scores: Sequence[Sequence[float]], query_labels: Sequen
     """
     if len(query_scores) != len(query_labels) or not query_scores:
         raise ValueError("need the same, non-zero number of score lists and label lists")
+    uneven = next((i for i, (s, y) in enumerate(zip(query_scores, query_labels)) if len(s) != len(y)), None)
+    if uneven is not None:
+        raise ValueError(f"query {uneven} has {len(query_scores[uneven])} scores for {len(query_labels[uneven])} "
+                         "labels: need one score per labelled passage")
+    _no_nan(query_scores)
     if isinstance(steps, bool) or not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must be an integer from 2 to {MAX_STEPS}, got {steps!r}")
     if not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:

@@ -10,6 +10,8 @@ questions keep their answer and how many near misses (and answerless questions) 
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -18,8 +20,9 @@ from typing import Any, Protocol
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.spec import describe
 from ..policy import ActionPolicy
+from ..trace import log
 from ..types import Judgment, Passage
-from .answers import QAPair, holds_answer, qa_pair, read_qa
+from .answers import QAPair, holds_answer, qa_pair, read_qa, weak_answers
 from .eq2 import Calibration, equation_2, fit_thresholds
 
 #: A question needs at least this many retrieved passages without an answer (beside one with it) to yield
@@ -58,13 +61,16 @@ class TradeOff:
 
 @dataclass
 class QACalibration:
-    """The fitted thresholds (`calibration.policy`), every query they were fitted on, and the trade-off."""
+    """The fitted thresholds (`calibration.policy`), every query they were fitted on, and the trade-off.
+    `notes` say what in the inputs weakens the fit (answers too common to label passages by); `warnings`
+    adds what weakens the chosen thresholds."""
 
     calibration: Calibration
     evaluator: str
     queries: list[JudgedQuery]
     tradeoff: list[TradeOff] = field(default_factory=list)
     chosen_by: str = "Eq. 2"
+    notes: list[str] = field(default_factory=list)
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -95,7 +101,32 @@ class QACalibration:
         chosen = replace(self.calibration, policy=ActionPolicy(upper, lower), objective=objective, actions=counts,
                          accuracy=accuracy)
         return QACalibration(chosen, self.evaluator, self.queries, self.tradeoff, chosen_by=f"near misses passed on "
-                             f"at most {near_misses:.0%}")
+                             f"at most {near_misses:.0%}", notes=self.notes)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What to know before using these thresholds: the `notes` on the inputs, and, when the thresholds
+        keep under half the answers, that figure with the `near_miss_budget` that keeps at least half."""
+        kept = self._few_answers_kept()
+        return [*self.notes, *([kept] if kept else [])]
+
+    def _few_answers_kept(self) -> str | None:
+        answerable, near = self.count("answerable"), self.count("near_miss")
+        row = next((r for r in self.tradeoff if r.upper == self.thresholds[0]), None)
+        if row is None or 2 * row.answers_kept >= answerable:
+            return None
+        said = (f"the thresholds keep {row.answers_kept} of {answerable} answers "
+                f"({row.answers_kept / answerable:.0%}; upper {row.upper:+.2f})")
+        # the highest upper keeping half the answers passes on the fewest near misses that do
+        half = max((r for r in self.tradeoff if 2 * r.answers_kept >= answerable), key=lambda r: r.upper, default=None)
+        if half is None:
+            return said
+        budget = math.ceil(round(100 * half.near_misses_passed / max(1, near), 6)) / 100
+        better = self.choose(budget)
+        kept = next(r for r in better.tradeoff if r.upper == better.thresholds[0])
+        return (f"{said}: near_miss_budget={budget:g} (--near-miss-budget {budget:g}) keeps {kept.answers_kept} "
+                f"({kept.answers_kept / answerable:.0%}; upper {kept.upper:+.2f}), passing on "
+                f"{kept.near_misses_passed} of {near} near misses")
 
     def summary(self) -> dict[str, Any]:
         """The thresholds file's content: `upper`/`lower` (what `thresholds_path` reads), Eq. 2, the counts
@@ -106,7 +137,7 @@ class QACalibration:
                 "questions": self.count("answerable") + self.count("no_answer"),
                 "answerable": self.count("answerable"), "no_answer": self.count("no_answer"),
                 "near_miss_queries": self.count("near_miss"), "actions": self.calibration.actions,
-                "tradeoff": [asdict(t) for t in self.tradeoff]}
+                "warnings": self.warnings, "tradeoff": [asdict(t) for t in self.tradeoff]}
 
     def save(self, path: str | Path) -> None:
         """Write the thresholds file (JSON; `ActionPolicy.load` and every adapter's `thresholds_path` read it)."""
@@ -139,8 +170,11 @@ def judged_scores(judge: Judge, question: str, passages: Sequence[Passage]) -> J
     failed = [f for f in judgment.trace.fallbacks if f.step == "evaluate"]
     if failed:
         raise ValueError(f"the evaluator failed while calibrating on {question!r}: {failed[0].reason}")
-    if len(judgment.scores) != len(passages):
+    if passages and not judgment.scores:
         raise ValueError(f"{question!r} was not judged ({judgment.action.value}): nothing to calibrate on")
+    if len(judgment.scores) != len(passages):
+        raise ValueError(f"evaluator {describe(judge.evaluator)} gave {len(judgment.scores)} scores for the "
+                         f"{len(passages)} passages of {question!r}: need one score per passage")
     return judgment
 
 
@@ -189,10 +223,13 @@ def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
     may be plain text). `qa` is a JSONL path (`read_qa`) or holds `QAPair`s, `(question, answers)` tuples or
     `{"question", "answers"}` dicts. `evaluator_name` (default: the judge's evaluator as it describes
     itself) is what the thresholds file says fitted them. With `near_miss_budget`, the upper threshold is
-    `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is written there."""
+    `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is written there. Each
+    of the result's `warnings` (answers too common to label passages by; thresholds that keep under half the
+    answers) is logged on the "crag" logger, and saved in the thresholds file."""
     pairs = read_qa(qa) if isinstance(qa, (str, Path)) else [qa_pair(v, f"qa[{i}]") for i, v in enumerate(qa)]
     if not pairs:
         raise ValueError("no question-answer pairs to calibrate on")
+    notes = _weak_answer_notes(pairs)
     found = [retrieve(p.question) for p in pairs] if callable(retrieve) else retrieve
     retrieved = [[Passage(p) if isinstance(p, str) else p for p in passages] for passages in found]
     queries = judged_queries(judge, pairs, retrieved, progress=progress)
@@ -203,12 +240,26 @@ def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
     grid = [round(-1 + i / 20, 2) for i in range(41)]
     uppers = sorted({*grid, calibration.policy.upper})
     name = evaluator_name if evaluator_name is not None else describe(judge.evaluator)
-    result = QACalibration(calibration, name, queries, tradeoff(queries, uppers))
+    result = QACalibration(calibration, name, queries, tradeoff(queries, uppers), notes=notes)
     if near_miss_budget is not None:
         result = result.choose(near_miss_budget)
+    for warning in result.warnings:
+        log(logging.WARNING, "crag calibration: {warning}", warning=warning)
     if out is not None:
         result.save(out)
     return result
+
+
+def _weak_answer_notes(pairs: Sequence[QAPair]) -> list[str]:
+    """The note naming the answers too common to label passages by (`weak_answers`), if there are any."""
+    weak = weak_answers(pairs)
+    if not weak:
+        return []
+    named = ", ".join(f"{answer!r} ({question[:60]})" for question, answer in weak[:5])
+    more = f" and {len(weak) - 5} more" if len(weak) > 5 else ""
+    return [f"{len(weak)} answer(s) too common to label passages by (one character, or only stopwords): "
+            f"{named}{more}: any passage holding one is labelled as holding the answer; give such answers in "
+            "full, or leave them out"]
 
 
 def objective_on(queries: Sequence[JudgedQuery], thresholds: tuple[float, float], alpha: float = 1.0

@@ -9,8 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..calibration import Calibration, Judge, judged_scores, near_misses
+from ..corrector.checks import checked_scores
+from ..corrector.protocol import Failed
 from ..evaluators.base import RetrievalEvaluator
-from ..types import Passage
+from ..evaluators.spec import describe
+from ..types import Passage, Trace
 from .data import Pair, by_query
 
 
@@ -28,12 +31,18 @@ def with_near_misses(pairs: Sequence[Pair], least: int = 3) -> list[Pair]:
 def score_by_query(evaluator: RetrievalEvaluator, pairs: Sequence[Pair], *, progress: bool = True
                    ) -> tuple[list[list[float]], list[list[bool]]]:
     """One evaluator call per query (all its passages in one batch), with a progress bar: the evaluator's
-    own scores of the pairs as read, for pair AUROC and fitting a combination's weights."""
+    own scores of the pairs as read, for pair AUROC and fitting a combination's weights. Its output is
+    checked as the Corrector checks it: too few or too many scores raise, naming the evaluator and the
+    counts, and so do NaN scores (a failed evaluator fits nothing)."""
     from tqdm.auto import tqdm
 
     scores, labels = [], []
     for group in tqdm(list(by_query(pairs).values()), desc="scoring", unit="query", disable=not progress):
-        scores.append(evaluator.score(group[0].query, [p.passage for p in group]))
+        texts = [p.passage for p in group]
+        checked = checked_scores(evaluator, evaluator.evaluate(group[0].query, texts), len(texts), Trace())
+        if isinstance(checked, Failed):
+            raise ValueError(f"evaluator {describe(evaluator)} failed on {group[0].query!r}: {checked.error}")
+        scores.append(checked.scores)
         labels.append([p.relevant for p in group])
     return scores, labels
 

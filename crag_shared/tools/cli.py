@@ -1,4 +1,4 @@
-"""The `crag` command: demo, run, calibrate, report, fit-combination, train-evaluator and export-onnx.
+"""The `crag` command: demo, run, calibrate, report, export, fit-combination, train-evaluator and export-onnx.
 
 Every user error (a bad argument, a missing or malformed file, a missing optional dependency) ends with
 one line on stderr saying what is wrong, and exit status 2; a traceback means a bug in crag.
@@ -142,7 +142,8 @@ def _calibrate_qa(args: argparse.Namespace, judge: Corrector, plot: Callable[...
 
 
 def tradeoff_text(result: QACalibration) -> str:
-    """The fitted thresholds, the counts, and the trade-off rows a user chooses by, as `crag calibrate` prints."""
+    """The fitted thresholds, the counts, the trade-off rows a user chooses by, and the calibration's
+    warnings, as `crag calibrate` prints them."""
     summary = result.summary()
     answerable, near = summary["answerable"], summary["near_miss_queries"]
     lines = [f"thresholds ({summary['chosen_by']}): upper {summary['upper']:+.2f}, lower {summary['lower']:+.2f} "
@@ -156,7 +157,7 @@ def tradeoff_text(result: QACalibration) -> str:
         mark = "  <- chosen" if row.upper == summary["upper"] else ""
         lines.append(f"{row.upper:+.2f}   {row.answers_kept:>5}/{answerable:<6} {row.near_misses_passed:>8}/{near:<12}"
                      f"{row.no_answer_passed:>6}/{summary['no_answer']}{mark}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *(f"warning: {warning}" for warning in summary["warnings"])])
 
 
 def _fit_combination(args: argparse.Namespace) -> int:
@@ -238,9 +239,22 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_run
+
+    readable(args.results, "results")
+    readable(args.data, "--data")
+    writable(args.out, "--out")
+    counts = export_run(args.results, args.out, args.format, data=args.data)
+    failed = f"; {counts['failed']} failed queries left out" if counts["failed"] else ""
+    print(f"exported {counts['rows']} queries as {args.format} rows ({counts['with_reference']} with a reference"
+          f"{failed}): {args.out}")
+    return 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
-    "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report,
+    "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report, "export": _export,
 }
 
 

@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fit_combination_command(commands)
     _calibrate_command(commands)
     _report_command(commands)
+    _export_command(commands)
     return parser
 
 
@@ -190,3 +191,17 @@ def _report_command(commands: Any) -> None:
                                         "['crag'] / CRAGReport dict a line")
     report.add_argument("-o", "--out", default="report.html")
     report.add_argument("--title", help="the page title (default: from the file name)")
+
+
+def _export_command(commands: Any) -> None:
+    from .export import FORMATS
+
+    export = commands.add_parser("export", help="a crag run output as evaluation-tool rows (ragas, deepeval), one "
+                                                "a query: the question, what CRAG handed on and its verdict")
+    export.add_argument("results", help="JSONL: a crag run --out")
+    export.add_argument("--format", required=True, choices=FORMATS,
+                        help="ragas: SingleTurnSample rows (user_input, retrieved_contexts, reference); deepeval: "
+                             "Golden rows (input, retrieval_context, expected_output)")
+    export.add_argument("-o", "--out", required=True, help="the JSONL file to write")
+    export.add_argument("--data", help="the run's input (crag run --data): its gold answers become each row's "
+                                       "reference, matched by id")
