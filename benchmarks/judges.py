@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import Evaluation, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
+from crag_shared.types import Passage
 
 from .near_miss import Row, figures, popqa_sets
 
@@ -50,8 +51,8 @@ def judge_set(folder: Path, top_k: int = TOP_K) -> dict[str, list[Row]]:
             found = [*found[: top_k - 1], gold[0]]
         row = {"question": question["question"], "answers": question.get("answers") or [],
                "half": "test" if question.get("split") == "test" else "tune", "style": question.get("style"),
-               "ctxs": [{"text": corpus[i]["text"], "title": corpus[i]["title"], "rank": r, "score": None}
-                        for r, i in enumerate(found)]}
+               "passages": [Passage(corpus[i]["text"], id=i, title=corpus[i]["title"] or None) for i in found],
+               "relevant": bool(gold)}
         row["answering"] = corpus[gold[0]]["text"] if gold else ""
         row["gold"] = [corpus[i]["text"] for i in gold]
         kind = question["kind"]
@@ -129,3 +130,29 @@ def scan(out: TextIO, spec: str, uppers: Sequence[float], *, lower: float = -0.5
         found[upper] = figures(corrector, sets, half)
         out.write(f"\n{spec} upper {upper:+.2f}\n" + "".join(line(n, half, v) + "\n" for n, v in found[upper].items()))
     return found
+
+
+def run_entry_points(out: TextIO, bench: Path | None, *, names: Sequence[str] | None = None,
+                     halves: Sequence[str] = ("tune", "test")) -> dict[str, Any]:
+    """The default judge through every entry point (the abstain benchmark's), one line per entry point, set
+    and half: what each hands its generator."""
+    from .abstain import core_answer, haystack_answers, llamaindex_answers, measure
+
+    sets = judge_sets(SETS, names)
+    if bench is not None and (names is None or "popqa" in names):
+        sets["popqa"] = popqa_sets(bench)
+    results: dict[str, Any] = {}
+    for name, parts in sets.items():
+        for half in halves:
+            rows = {part: [r for r in found if r["half"] == half] for part, found in parts.items()}
+            every = [r for found in rows.values() for r in found]
+            answers = {"core": core_answer(), **llamaindex_answers(every), **haystack_answers(every)}
+            counts = {part: measure(found, answers) for part, found in rows.items() if found}
+            for entry in answers:
+                found_counts = (len(rows["in corpus"]), counts["in corpus"][entry]["answer_reached"],
+                                len(rows["near miss"]), counts["near miss"][entry]["passage_text_reached"],
+                                len(rows.get("off topic", [])),
+                                counts["off topic"][entry]["passage_text_reached"] if "off topic" in counts else 0)
+                results[f"{entry} {name} {half}"] = found_counts
+                out.write(f"{entry:<30} " + line(name, half, found_counts) + "\n")
+    return results

@@ -65,4 +65,4 @@ def fit_thresholds(evaluator: RetrievalEvaluator, sets: dict[str, dict[str, list
 
 def answer_passages(row: Row) -> list[str]:
     """The passages of a row that hold its answer: a judge set's gold passages, else those naming a gold answer."""
-    return list(row.get("gold") or [c["text"] for c in row["ctxs"] if has_answer_word(c["text"], row["answers"])])
+    return list(row.get("gold") or [p.text for p in row["passages"] if has_answer_word(p.text or "", row["answers"])])

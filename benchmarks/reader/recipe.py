@@ -91,3 +91,29 @@ def export_reader(checkpoint: Path, target: Path) -> Path:
     from crag_shared.evaluators.onnx_export import export_onnx
 
     return export_onnx(str(checkpoint), target, quantize=True, int8_embeddings=True)
+
+
+def fit_export(export: Path, bench: Path, log: Any = print) -> tuple[float, float]:
+    """Fit the export's thresholds on the tune halves and write them into its config (`crag_thresholds`)."""
+    import sys
+
+    from crag_shared.evaluators import ReaderEvaluator
+
+    from .fit import fit_thresholds, tune_sets
+
+    upper, lower, _ = fit_thresholds(ReaderEvaluator(export), tune_sets(bench), sys.stdout)
+    config_path = export / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["crag_thresholds"] = [upper, lower]
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    log(f"thresholds fitted on the tune halves: upper {upper:+.2f}, lower {lower:+.2f}")
+    return upper, lower
+
+
+def train_and_export(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe | None = None,
+                     base: str | None = None, log: Any = print) -> Path:
+    """The whole recipe: train into `out`, export to `out/export`, fit its thresholds there."""
+    train_reader(out, bench, squad=squad, recipe=recipe, base=base, log=log)
+    export = export_reader(out, out / "export")
+    fit_export(export, bench, log)
+    return export
