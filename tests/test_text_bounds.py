@@ -6,8 +6,48 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from crag_shared import Corrector
 from crag_shared.evaluators.base import Evaluation, RetrievalEvaluator
+from crag_shared.text.reading import Reading, _name_runs
+from crag_shared.text.words import fold
+
+
+def _calls(cached) -> int:
+    info = cached.cache_info()
+    return info.hits + info.misses
+
+
+# -- the reading's full-name check ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "runs"), [
+    ("Ludwig van Beethoven was born in Bonn.", [["Ludwig", "van", "Beethoven"]]),
+    ('Dwayne "The Rock" Johnson and J. R. R. Tolkien', [["Dwayne", "The", "Rock", "Johnson"],
+                                                       ["J", "R", "R", "Tolkien"]]),
+    ("John Finlay (April 22, 1837) met A.B. Smith.", [["John", "Finlay"], ["A", "B", "Smith"]]),
+    ("Émile Zola, Henry Feilden's son; 'Ann Lee' and Ann ’Lee", [["Émile", "Zola"], ["Henry", "Feilden's"]]),
+    ("Paris. London is big. Charles de", [["Paris", "London"], ["Charles", "de"]]),
+])
+def test_name_runs_are_the_runs_of_capitalised_words_as_written(text, runs):
+    assert _name_runs(text) == runs
+
+
+def test_the_full_name_check_is_linear_in_a_run_of_capitalised_words():
+    """One run of names ("John Smith Jones John Smith Jones ..."): every "John" before every "Smith" used to be
+    tried with the rest of the run copied, cubic (6,000 words took a minute). Twice the run folds about twice
+    the words."""
+    reading = Reading("Where was John Smith born?")
+
+    def folds(words: int, end: str = "") -> int:
+        text = " ".join(["John Smith Jones"] * (words // 3)) + end
+        before = _calls(fold)
+        assessed = reading.assess(text)
+        assert assessed.full_name == bool(end)  # each Smith is followed by another name, but for an ending one
+        return _calls(fold) - before
+
+    small, large = folds(3_000), folds(6_000)
+    assert large <= 2.5 * small, (small, large)
+    assert folds(6_000, " John Smith.") <= 2.5 * small
 
 
 # -- correct() over many passages -----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ reads by (irregular forms, answer kinds, months, number words, name particles...
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,7 +52,7 @@ _DESCRIPTION = re.compile(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'de
                           r"(?:an?|the)\s+", re.IGNORECASE)
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
 _WORD = re.compile(r"[\w'’]+\.?")
-_JOINER = re.compile(r"[\s\"“”‘]*")  # between two words of one name: spaces, quotes round a nickname
+_JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
 
 
 def _kind_patterns() -> tuple[tuple[Kind, re.Pattern[str]], ...]:
@@ -151,7 +152,8 @@ class Reading:
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
-        full = not self.names or any(_names_in_full(name, text) for name in self.names)
+        runs = _name_runs(text) if self.names else []
+        full = not self.names or any(_names_in_full(name, runs) for name in self.names)
         reasons = []
         if support < 1.0:
             asked = "', '".join(self.relation_words) or "the relation"
@@ -195,24 +197,22 @@ class Reading:
 
 
 def _name_runs(text: str) -> list[list[str]]:
-    """Runs of capitalised words as written (particles such as "van", initials and quoted nicknames inside);
-    any other punctuation between two words ends a run ("John Finlay (April 22, 1837)")."""
-    runs: list[list[str]] = []
-    current: list[str] = []
-    previous_end = 0
-    for match in _WORD.finditer(text):
-        word = match.group().rstrip(".")
-        joined = current and _JOINER.fullmatch(text[previous_end:match.start()])
-        previous_end = match.end()
-        if (word[:1].isupper() or (current and word in _PARTICLES)) and (joined or not current):
-            current.append(word)
-            continue
-        if current:
-            runs.append(current)
-        current = [word] if word[:1].isupper() else []
-    if current:
-        runs.append(current)
-    return runs
+    """Runs of two or more capitalised words as written (particles such as "van", initials and quoted nicknames
+    inside); any other punctuation between two words ends a run ("John Finlay (April 22, 1837)"). Found by one
+    regular expression (`_run_pattern`), so a passage costs a pass in C, not a Python step per word."""
+    return [[word.rstrip(".") for word in _WORD.findall(run.group())] for run in _run_pattern().finditer(text)]
+
+
+@lru_cache(maxsize=1)
+def _run_pattern() -> re.Pattern[str]:
+    """A name run: a capitalised word (one whose first character `str.isupper` calls upper case) where a word
+    starts, then one or more words that are capitalised or particles, each after nothing but `_JOINER`. A word is
+    as `_WORD` reads it: all its word characters (possessive) and an optional period."""
+    word_character = re.compile(r"\w")
+    upper = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isupper() and word_character.match(c))
+    capitalised = rf"[{upper}][\w'’]*+\.?"
+    particle = rf"(?:{'|'.join(map(re.escape, sorted(_PARTICLES, key=len, reverse=True)))})(?![\w'’])\.?"
+    return re.compile(rf"(?<![\w'’]){capitalised}(?:{_JOINER}(?:{capitalised}|{particle}))+")
 
 
 def _names(question: str) -> list[tuple[str, str]]:
@@ -227,18 +227,22 @@ def _names(question: str) -> list[tuple[str, str]]:
     return found
 
 
-def _names_in_full(name: tuple[str, str], text: str) -> bool:
-    """Whether `text` names (first, last) in full: a run with the first word (or its initial) and, later,
-    the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by another name."""
+def _names_in_full(name: tuple[str, str], runs: list[list[str]]) -> bool:
+    """Whether a text's name runs (`_name_runs`) name (first, last) in full: a run with the first word (or its
+    initial) and, later, the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by
+    another name. One pass over each run's words."""
     first, last = name
-    for run in _name_runs(text):
+    for run in runs:
         folded = [fold(w) for w in run]
-        for i, word in enumerate(folded):
-            if word != first and not (len(first) == 1 and word[:1] == first):
-                continue
-            for j in range(i + 1, len(folded)):
-                if folded[j] == last:
-                    rest = run[j + 1:]
-                    if all(fold(w) in _SUFFIXES or w.isupper() for w in rest):
-                        return True
+        if last not in folded:
+            continue
+        start = next((i for i, word in enumerate(folded) if word == first or (len(first) == 1 and word[:1] == first)),
+                     None)
+        if start is None:
+            continue
+        tail = len(run)  # run[tail:] is the longest end of the run that holds only suffixes and abbreviations
+        while tail and (folded[tail - 1] in _SUFFIXES or run[tail - 1].isupper()):
+            tail -= 1
+        if last in folded[max(start + 1, tail - 1):]:
+            return True
     return False
