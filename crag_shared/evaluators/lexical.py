@@ -95,7 +95,7 @@ class LexicalEvaluator(RetrievalEvaluator):
         notes = [switch_note(language)] if language != self.language and self.language == "en" else []
         reads = self.reads_answer and language == "en"
         reading = Reading(query) if reads else None
-        question = QuestionWords(query, language, variant=reading.key if reading else None)
+        question = QuestionWords(query, language, variants=reading.variants if reading else None)
         scores = [self._score(question, text) for text in texts]
         if reading is None or not reading.checks:
             return Evaluation(scores, notes)
@@ -115,6 +115,6 @@ class LexicalEvaluator(RetrievalEvaluator):
         if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
             return word_scale(whole) if question.language in CJK_LANGUAGES else whole
         spans = sentence_spans(question.language, text)  # cached: the refiner splits the same passages
-        best = max((question.score(text[a:b]) for a, b in spans), default=whole) if len(spans) > 1 else whole
+        best = max(question.part_scores(text, spans), default=whole) if len(spans) > 1 else whole
         blended = (1.0 - self.sentence_weight) * whole + self.sentence_weight * best
         return word_scale(blended) if question.language in CJK_LANGUAGES else blended

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,8 +52,15 @@ _PLACE = re.compile(rf"\b(?:{'|'.join(table_words('en', 'place_prepositions'))})
 _DESCRIPTION = re.compile(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
                           r"(?:an?|the)\s+", re.IGNORECASE)
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
-_WORD = re.compile(r"[\w'’]+\.?")
 _JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
+
+
+def _starting_with(prefixes: frozenset[str]) -> Callable[[Iterable[str]], list[str]]:
+    """The words among a set of words (tokens: no line breaks) whose first three characters are one of `prefixes`
+    (a shorter prefix: the whole word), picked by one regular expression over the words joined by line breaks."""
+    alternatives = sorted((re.escape(p) + (r"[^\n]*" if len(p) >= 3 else "") for p in prefixes), key=len, reverse=True)
+    pick = re.compile(rf"\n((?:{'|'.join(alternatives)})(?=\n|\Z))").findall
+    return lambda terms: pick("\n" + "\n".join(terms))
 
 
 def _kind_patterns() -> tuple[tuple[Kind, re.Pattern[str]], ...]:
@@ -135,12 +143,19 @@ class Reading:
         # forms: the others are never stemmed (stemming every word of every passage costs more than scoring)
         family = {form for form, canon in IRREGULAR.items() if canon in self.relation}
         self._prefixes = frozenset(w[:3] for w in (*relation, *family))
+        self._starts_like = _starting_with(self._prefixes)
         self.names = tuple(_names(question))
-        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question) if len(run) >= 2]
+        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question)]
 
-    def key(self, term: str) -> str:
-        """`relation_key(term)` for a word that may share a key with the question's relation, else the word."""
-        return relation_key(term) if term[:3] in self._prefixes else term
+    @property
+    def variants(self) -> Callable[[Iterable[str]], dict[str, str]] | None:
+        """`keys`, for a question with a relation; None for one without (every word is its own key)."""
+        return self.keys if self._prefixes else None
+
+    def keys(self, terms: Iterable[str]) -> dict[str, str]:
+        """`relation_key` of each of `terms` that may share a key with the question's relation (one that starts like
+        a relation word or one of its irregular forms, picked in C); every other term is its own key."""
+        return {term: relation_key(term) for term in self._starts_like(terms)} if self._prefixes else {}
 
     @property
     def checks(self) -> bool:
@@ -170,8 +185,9 @@ class Reading:
         best, best_form = 0.0, False
         for start, end in sentence_spans("en", text) or [(0, len(text))]:
             sentence = text[start:end]
-            keys = {self.key(fold(w)) for w in words(sentence)}
-            share = len(self.relation & keys) / len(self.relation) if self.relation else 1.0
+            share = self._share(sentence) if self.relation else 1.0
+            if share <= best:  # not better even with an answer of the asked kind
+                continue
             form = self._has_form(sentence)
             value = share * (1.0 if form else 0.5)
             if value > best:
@@ -179,6 +195,13 @@ class Reading:
                 if best == 1.0:
                     break
         return best, best_form
+
+    def _share(self, sentence: str) -> float:
+        """The share of the relation's keys that the words of `sentence` hold."""
+        terms = set(map(fold, words(sentence)))
+        keyed = self.keys(terms)
+        held = self.relation.intersection(keyed.values()).union(self.relation.intersection(terms).difference(keyed))
+        return len(held) / len(self.relation)
 
     def _has_form(self, sentence: str) -> bool:
         kind, own = self.kind, self.question_terms
@@ -199,20 +222,36 @@ class Reading:
 def _name_runs(text: str) -> list[list[str]]:
     """Runs of two or more capitalised words as written (particles such as "van", initials and quoted nicknames
     inside); any other punctuation between two words ends a run ("John Finlay (April 22, 1837)"). Found by one
-    regular expression (`_run_pattern`), so a passage costs a pass in C, not a Python step per word."""
-    return [[word.rstrip(".") for word in _WORD.findall(run.group())] for run in _run_pattern().finditer(text)]
+    regular expression (`_run_patterns`), so a passage costs a pass in C, not a Python step per word."""
+    basic, every = _run_patterns()
+    pattern = every if _ASTRAL.search(text) else basic
+    return [_WORD.findall(run) for run in pattern.findall(text)]
+
+
+_WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
 
 @lru_cache(maxsize=1)
-def _run_pattern() -> re.Pattern[str]:
-    """A name run: a capitalised word (one whose first character `str.isupper` calls upper case) where a word
-    starts, then one or more words that are capitalised or particles, each after nothing but `_JOINER`. A word is
-    as `_WORD` reads it: all its word characters (possessive) and an optional period."""
+def _run_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The name-run pattern for text within the Basic Multilingual Plane, and for any text.
+
+    A run is a capitalised word (one whose first character `str.isupper` calls upper case) where a word starts,
+    then one or more words that are capitalised or particles, each after nothing but `_JOINER`; a word is all its
+    `_WORD` characters and an optional period. The first holds only the upper-case letters below U+10000: a class
+    of those compiles to a table the matcher scans for in C, while one upper-case letter beyond (mathematical
+    capitals, Deseret) makes it test each character against every letter in turn."""
     word_character = re.compile(r"\w")
-    upper = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isupper() and word_character.match(c))
-    capitalised = rf"[{upper}][\w'’]*+\.?"
+    upper = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isupper() and word_character.match(c)]
+    basic = "".join(c for c in upper if c <= "\uffff")
     particle = rf"(?:{'|'.join(map(re.escape, sorted(_PARTICLES, key=len, reverse=True)))})(?![\w'’])\.?"
-    return re.compile(rf"(?<![\w'’]){capitalised}(?:{_JOINER}(?:{capitalised}|{particle}))+")
+
+    def run(first: str) -> re.Pattern[str]:
+        capitalised = rf"{first}[\w'’]*+\.?"
+        # the class first, the look back at a word start after it: the matcher skips to a capital in C
+        return re.compile(rf"{first}(?<![\w'’](?s:.))[\w'’]*+\.?(?:{_JOINER}(?:{capitalised}|{particle}))+")
+
+    return run(f"[{basic}]"), run(f"[{''.join(upper)}]")
 
 
 def _names(question: str) -> list[tuple[str, str]]:
@@ -233,7 +272,7 @@ def _names_in_full(name: tuple[str, str], runs: list[list[str]]) -> bool:
     another name. One pass over each run's words."""
     first, last = name
     for run in runs:
-        folded = [fold(w) for w in run]
+        folded = list(map(fold, run))
         if last not in folded:
             continue
         start = next((i for i, word in enumerate(folded) if word == first or (len(first) == 1 and word[:1] == first)),
