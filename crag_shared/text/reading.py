@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from .knowledge import table_keys, table_lines, table_words, word_set
-from .sentences import sentence_spans
+from .sentences import READ_CHARS, sentence_spans
 from .words import STOPWORDS, fold, words
 
 Kind = str  # "place" | "time" | "person" | "number" | "description"
@@ -38,8 +38,6 @@ Kind = str  # "place" | "time" | "person" | "number" | "description"
 IRREGULAR = {form: canon for canon, forms in table_keys("en", "irregular_forms") for form in forms.split()}
 #: Attributes a description answers ("X was an English poet"): the word itself is rarely in the passage.
 DESCRIBED = word_set("en", "described")
-#: How much of a text is read for the relation and the name: far more than a strip or a prompt holds.
-READ_CHARS = 100_000
 _QUESTION_WORDS = word_set("en", "question_words")
 _AGENT_SUFFIXES = table_words("en", "agent_suffixes")
 _PARTICLES = word_set("en", "name_particles")

@@ -76,6 +76,10 @@ def splitter_for(language: str) -> Any:
     return _private_sentence_splitter_module().SentenceSplitter(language=language)
 
 
+#: How much of a text is read sentence by sentence: the lexical judge's best sentence and the English reading's
+#: relation and name are found in a text's first `READ_CHARS` characters. Far more than a strip or a prompt
+#: holds, so a 4 MB passage is read as far as any prompt would carry it, in bounded time and memory.
+READ_CHARS = 100_000
 #: Text longer than this is split in pieces of about this size, cut where a sentence ends (else at a space):
 #: sentence-splitter's time grows with the square of what it is given, so a 4 MB passage in one call takes
 #: minutes, in pieces it takes time in proportion to its length.
