@@ -165,7 +165,7 @@ class Reading:
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
-        runs = _name_runs(text) if self.names else []
+        runs = _run_texts(text) if self.names else []
         full = not self.names or any(_names_in_full(name, runs) for name in self.names)
         reasons = []
         if support < 1.0:
@@ -221,9 +221,13 @@ def _name_runs(text: str) -> list[list[str]]:
     """Runs of two or more capitalised words as written (particles such as "van", initials and quoted nicknames
     inside); any other punctuation between two words ends a run ("John Finlay (April 22, 1837)"). Found by one
     regular expression (`_run_patterns`), so a passage costs a pass in C, not a Python step per word."""
+    return [_WORD.findall(run) for run in _run_texts(text)]
+
+
+def _run_texts(text: str) -> list[str]:
+    """The name runs of `text` as written, each one string (`_name_runs` without splitting them into words)."""
     basic, every = _run_patterns()
-    pattern = every if _ASTRAL.search(text) else basic
-    return [_WORD.findall(run) for run in pattern.findall(text)]
+    return (every if _ASTRAL.search(text) else basic).findall(text)
 
 
 _WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
@@ -264,12 +268,17 @@ def _names(question: str) -> list[tuple[str, str]]:
     return found
 
 
-def _names_in_full(name: tuple[str, str], runs: list[list[str]]) -> bool:
-    """Whether a text's name runs (`_name_runs`) name (first, last) in full: a run with the first word (or its
+def _names_in_full(name: tuple[str, str], runs: list[str]) -> bool:
+    """Whether a text's name runs (`_run_texts`) name (first, last) in full: a run with the first word (or its
     initial) and, later, the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by
-    another name. One pass over each run's words."""
+    another name. One pass over each run's words, and none over a run in ASCII without the last word's
+    letters: an ASCII word that folds to it holds them ("Smiths", "Smith's"; "Kennedies" holds "kenned")."""
     first, last = name
-    for run in runs:
+    core = last[:-1] if last.endswith("y") else last
+    for text in runs:
+        if text.isascii() and core not in text.lower():
+            continue
+        run = _WORD.findall(text)
         folded = list(map(fold, run))
         if last not in folded:
             continue
