@@ -10,9 +10,10 @@ import pytest
 
 from crag_shared import Corrector, LexicalEvaluator
 from crag_shared.evaluators.base import Evaluation, RetrievalEvaluator
+from crag_shared.text.analysis import _han_tokens
 from crag_shared.text.reading import Reading, _name_runs
-from crag_shared.text.sentences import READ_CHARS
-from crag_shared.text.words import fold
+from crag_shared.text.sentences import READ_CHARS, sentence_spans
+from crag_shared.text.words import char_bigrams, compound_grams, fold
 
 
 def _calls(cached) -> int:
@@ -92,3 +93,48 @@ def test_the_best_sentence_is_looked_for_where_the_reading_reads():
     whole_past = LexicalEvaluator(reads_answer=False, sentence_weight=0.0).evaluate(question, [filler + answer])
     assert inside > past > none
     assert past == pytest.approx(0.5 * whole_past.scores[0] + 0.5 * -1.0)  # no sentence it read has a question word
+
+
+# -- the Chinese and German blends and what the text caches keep ---------------------------------------------
+@pytest.mark.parametrize(("cached", "text_of"), [
+    (sentence_spans, lambda i, n: ("zh", _han(i, n - 3) + "。")),  # every text argument counts, "zh" too
+    (char_bigrams, lambda i, n: _han(i, n)),
+    (compound_grams, lambda i, n: (f"Zugspitzbahn{i} " * n)[:n]),
+    (_han_tokens, lambda i, n: ("ja", _han(i, n - 2))),
+])
+def test_text_caches_keep_a_bounded_number_of_characters(cached, text_of):
+    """The caches were keyed by whole texts, 20,000 or 50,000 of them (0.7-1.4 GB after a few 1 MB passages):
+    they keep at most `max_chars` characters of text, and nothing of a text longer than `entry_chars`."""
+    cached.cache_clear()
+    for i in range(cached.max_chars // cached.entry_chars + 5):
+        cached(*_arguments(text_of(i, cached.entry_chars)))
+        assert cached.cache_info().chars <= cached.max_chars
+    held = cached.cache_info()
+    assert held.entries and held.chars > cached.max_chars - cached.entry_chars
+    longer = _arguments(text_of(-1, cached.entry_chars + 1))
+    assert cached(*longer) == cached.__wrapped__(*longer)
+    assert cached.cache_info().entries == held.entries and cached.cache_info().chars == held.chars
+    cached.cache_clear()
+
+
+def _han(seed: int, n: int) -> str:
+    return "".join(chr(0x4E00 + (seed * 7919 + j) % 20_000) for j in range(n))
+
+
+def _arguments(made):
+    return made if isinstance(made, tuple) else (made,)
+
+
+def test_a_german_blend_reads_sentences_only_within_the_bound():
+    """The German blend cut 5-grams for every sentence of a 1 MB passage (and kept them): past `READ_CHARS`,
+    a longer passage adds no sentence to cut, only its whole text once."""
+    judge = LexicalEvaluator(language="de")
+    question = "Wann wurde der Grundstein des Kölner Doms gelegt?"
+
+    def cuts(chars: int) -> int:
+        passage = "".join(f"Satz {i} erzählt vom Kölner Dom und seinem Grundstein. " for i in range(chars // 50))
+        compound_grams.cache_clear()
+        judge.evaluate(question, [passage])
+        return compound_grams.cache_info().misses
+
+    assert cuts(int(1.1 * READ_CHARS)) == cuts(int(2.2 * READ_CHARS))

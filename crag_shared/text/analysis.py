@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .caching import text_cache
 from .knowledge import table_keys
 from .sentences import SPLITTER_LANGUAGES, sentence_spans
 from .words import STOPWORDS, char_bigrams, compound_grams, fold, words
@@ -198,7 +199,13 @@ def _term(code: str, word: str) -> str:
     return stemmer.stemWord(plain) if stemmer is not None else plain  # type: ignore[attr-defined]
 
 
-@lru_cache(maxsize=50_000)
+#: The tokens kept for Han runs seen again (a passage's sentences repeat its runs), by the characters of the runs:
+#: segmented, a run's tokens take up to about 470 bytes a character, so at most about 50 MB; a run longer than a
+#: tenth of it (a page without punctuation) is segmented and not kept.
+HAN_KEPT_CHARS = 100_000
+
+
+@text_cache(max_chars=HAN_KEPT_CHARS, entry_chars=HAN_KEPT_CHARS // 10, max_entries=50_000)
 def _han_tokens(code: str, run: str) -> tuple[Token, ...]:
     return tuple(analyzer(code).han_tokens(run))
 

@@ -7,6 +7,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .caching import text_cache
+
 #: The pattern sentence-splitter searches every word with, to find words ending in periods.
 _PERIOD_WORD = r'([\w\.\-]*)([\'\"\)\]\%\p{Final_Punctuation}]*)(\.+)$'
 
@@ -111,13 +113,19 @@ SPLITTER_LANGUAGES = frozenset({"ca", "cs", "da", "de", "el", "en", "es", "fi", 
 _PUNCTUATED = re.compile(r"[^\n。！？!?.]*(?:[。！？]+|[!?.]+(?=\s|$))[」』”’\"')）\]]*|[^\n]+")
 
 
-@lru_cache(maxsize=8192)
+#: The sentence spans kept for texts seen again (the lexical judge, the reading and the refiner split the same
+#: passages; calibration and benchmarks, the same passages for many questions): of up to this many characters of
+#: text, none of a text longer than `READ_CHARS`. Spans and their text take at most about 17 bytes a character.
+SPANS_KEPT_CHARS = 2_000_000
+
+
+@text_cache(max_chars=SPANS_KEPT_CHARS, entry_chars=READ_CHARS, max_entries=8192)
 def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of the sentences of `text` (sentence-splitter's Moses rules where it knows the
     language, else sentence punctuation, including the Chinese and Japanese marks), in time linear in its
     length (long texts go to the splitter in pieces, `SPLIT_PIECE_CHARS`).
 
-    Cached: the same passages come back across queries."""
+    Cached (`SPANS_KEPT_CHARS`): the same passages come back across queries."""
     if language not in SPLITTER_LANGUAGES:
         return tuple(_stripped(text, m.start(), m.end()) for m in _PUNCTUATED.finditer(text)
                      if m.group().strip())
