@@ -53,9 +53,11 @@ _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
 _JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
 
 
+@lru_cache(maxsize=1024)
 def _starting_with(prefixes: frozenset[str]) -> Callable[[Iterable[str]], list[str]]:
     """The words among a set of words (tokens: no line breaks) whose first three characters are one of `prefixes`
-    (a shorter prefix: the whole word), picked by one regular expression over the words joined by line breaks."""
+    (a shorter prefix: the whole word), picked by one regular expression over the words joined by line breaks.
+    Cached: compiling it costs more than reading a passage, and questions ask for the same relations."""
     alternatives = sorted((re.escape(p) + (r"[^\n]*" if len(p) >= 3 else "") for p in prefixes), key=len, reverse=True)
     pick = re.compile(rf"\n((?:{'|'.join(alternatives)})(?=\n|\Z))").findall
     return lambda terms: pick("\n" + "\n".join(terms))
@@ -165,8 +167,7 @@ class Reading:
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
-        runs = _run_texts(text) if self.names else []
-        full = not self.names or any(_names_in_full(name, runs) for name in self.names)
+        full = not self.names or self._named_in_full(text)
         reasons = []
         if support < 1.0:
             asked = "', '".join(self.relation_words) or "the relation"
@@ -193,6 +194,14 @@ class Reading:
                 if best == 1.0:
                     break
         return best, best_form
+
+    def _named_in_full(self, text: str) -> bool:
+        """Whether `text` names one of the question's names in full (`_names_in_full`). Its name runs are found
+        only if it can hold a name's last word: an ASCII text without that word's letters cannot."""
+        lowered = text.lower() if text.isascii() else None
+        names = [name for name in self.names if lowered is None or _letters_of(name[1]) in lowered]
+        runs = _run_texts(text) if names else []
+        return any(_names_in_full(name, runs) for name in names)
 
     def _share(self, sentence: str) -> float:
         """The share of the relation's keys that the words of `sentence` hold."""
@@ -227,7 +236,7 @@ def _name_runs(text: str) -> list[list[str]]:
 def _run_texts(text: str) -> list[str]:
     """The name runs of `text` as written, each one string (`_name_runs` without splitting them into words)."""
     basic, every = _run_patterns()
-    return (every if _ASTRAL.search(text) else basic).findall(text)
+    return (basic if text.isascii() or not _ASTRAL.search(text) else every).findall(text)
 
 
 _WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
@@ -272,9 +281,9 @@ def _names_in_full(name: tuple[str, str], runs: list[str]) -> bool:
     """Whether a text's name runs (`_run_texts`) name (first, last) in full: a run with the first word (or its
     initial) and, later, the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by
     another name. One pass over each run's words, and none over a run in ASCII without the last word's
-    letters: an ASCII word that folds to it holds them ("Smiths", "Smith's"; "Kennedies" holds "kenned")."""
+    letters (`_letters_of`)."""
     first, last = name
-    core = last[:-1] if last.endswith("y") else last
+    core = _letters_of(last)
     for text in runs:
         if text.isascii() and core not in text.lower():
             continue
@@ -292,3 +301,9 @@ def _names_in_full(name: tuple[str, str], runs: list[str]) -> bool:
         if last in folded[max(start + 1, tail - 1):]:
             return True
     return False
+
+
+def _letters_of(last: str) -> str:
+    """What an ASCII word that folds to `last` holds, lower-cased: `last` ("Smiths", "Smith's"), or for a last
+    word in "y" all but the "y" ("Kennedies" holds "kenned")."""
+    return last[:-1] if last.endswith("y") else last
