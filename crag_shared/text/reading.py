@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -42,13 +42,35 @@ _QUESTION_WORDS = word_set("en", "question_words")
 _AGENT_SUFFIXES = table_words("en", "agent_suffixes")
 _PARTICLES = word_set("en", "name_particles")
 _SUFFIXES = word_set("en", "name_suffixes")
+
+
+class _Caseless:
+    """A case-insensitive pattern. ASCII text is matched lower-cased by a case-sensitive twin where the pattern's
+    letters are all ASCII lower case: the same matches at the same places, without the regex engine folding the
+    case of every character it reads (twice as fast); other text, and other patterns, by the pattern itself."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern, re.IGNORECASE)
+        letters = re.sub(r"\\.", "", pattern)  # escapes (\b, \s, \d) are not letters to match
+        self._twin = re.compile(pattern) if letters.isascii() and letters == letters.lower() else None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._twin.search(text.lower()) if self._twin and text.isascii() else self.pattern.search(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self._twin.fullmatch(text.lower()) if self._twin and text.isascii() else self.pattern.fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Matches in order; on ASCII text their groups are lower-cased."""
+        return self._twin.finditer(text.lower()) if self._twin and text.isascii() else self.pattern.finditer(text)
+
+
 _MONTHS = "|".join(table_words("en", "months"))
-_TIME = re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b",
-                   re.IGNORECASE)
-_NUMBER = re.compile(rf"\b(\d[\d,.]*|{'|'.join(table_words('en', 'number_words'))})\b", re.IGNORECASE)
+_TIME = _Caseless(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b")
+_NUMBER = _Caseless(rf"\b(\d[\d,.]*|{'|'.join(table_words('en', 'number_words'))})\b")
 _PLACE = re.compile(rf"\b(?:{'|'.join(table_words('en', 'place_prepositions'))})\s+(?:the\s+)?([A-Z][\w'’-]+)")
-_DESCRIPTION = re.compile(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
-                          r"(?:an?|the)\s+", re.IGNORECASE)
+_DESCRIPTION = _Caseless(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
+                        r"(?:an?|the)\s+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
 _JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
 
