@@ -4,7 +4,8 @@
 - how far past its timeout a search ends when the endpoint trickles or stalls, sync and async (goal <= +1 s);
 - 500 concurrent `acorrect` against a search engine answering in 0.5 s: how many got web results, per
   provider (goal >= 490);
-- the time to correct one 4 MB internal passage (goal <= 2 s).
+- every text path with hostile text, and the default lexical judge against its cost without the reading
+  (`text_paths.py`; one 4 MB internal passage through `correct()`: goal <= 5 s on 2 cores).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, TextIO
 
 from crag_shared.corrector import Corrector
@@ -26,6 +28,8 @@ from crag_shared.web.base import WebSearch, WebSearchError
 from crag_shared.web.fetch import PageFetcher
 from crag_shared.web.serpapi import SerpAPISearch
 from crag_shared.web.serper import SerperSearch
+
+from . import text_paths
 
 LOOPBACK = ["127.0.0.1/32"]
 QUERY = "Where was Henry Feilden born?"
@@ -94,21 +98,9 @@ def _gzip_stream(pieces: list[bytes]) -> bytes:
     return b"".join([*(packer.compress(piece) for piece in pieces), packer.flush()])
 
 
-def _passage_case(case: str) -> tuple[float, float]:
-    """(peak RSS rise in MB, seconds) of correcting one 4 MB internal passage."""
-    corrector = Corrector()
-    corrector.correct(QUERY, [TEXT])
-    sentence = "Henry Feilden served the borough of Blackburn in Parliament for many years after 1832. "
-    passage = sentence * (4_000_000 // len(sentence))
-    before, started = _rss_mb(), time.perf_counter()
-    corrector.correct(QUERY, [passage])
-    return _rss_mb() - before, time.perf_counter() - started
-
-
 MEMORY_CASES: dict[str, Callable[[str], tuple[float, float]]] = {
     "20 KB <title> on a 3 MB page": _page_case, "30 KB search-result title": _page_case,
     "3 MB of <p>x</p>": _page_case, "Serper answer gzip, gzip (2 GB inflated)": _serper_bomb_case,
-    "4 MB internal passage": _passage_case,
 }
 
 
@@ -170,8 +162,9 @@ def concurrency_row(name: str, queries: int = 500, delay: float = 0.5) -> tuple[
     return sum(1 for r in results if r.external), seconds
 
 
-def run(out: TextIO, *, queries: int = 500, timeout: float = 3.0) -> dict[str, Any]:
-    """Every bound, printed as a table; the figures."""
+def run(out: TextIO, bench: Path, *, queries: int = 500, timeout: float = 3.0, text_scale: float = 1.0,
+        rounds: int = 12) -> dict[str, Any]:
+    """Every bound, printed as a table; the figures. `text_scale` shrinks the hostile texts (a quick run)."""
     out.write("crag-bench bounds: hostile input on loopback\n\npeak RSS rise per case (fresh process each; "
               "goal <= 300 MB), and its time\n")
     memory = memory_rows()
@@ -186,4 +179,15 @@ def run(out: TextIO, *, queries: int = 500, timeout: float = 3.0) -> dict[str, A
     for name in ("serpapi", "serper"):
         concurrency[name] = got, seconds = concurrency_row(name, queries)
         out.write(f"  {name:<8} web results for {got}/{queries} in {seconds:.1f} s\n")
-    return {"memory": memory, "deadlines": deadlines, "concurrency": concurrency}
+    out.write(f"\ntext paths, hostile text (fresh process each; inputs x{text_scale:g}){'seconds':>13}   peak RSS"
+              "   held after\n")
+    texts = text_paths.case_rows(text_scale)
+    for case, (seconds, peak, held) in texts.items():
+        goal = f"  (goal <= {text_paths.PASSAGE_GOAL_S:g} s)" if case.startswith("4 MB internal") else ""
+        out.write(f"  {case:<52} {seconds:7.2f} s {peak:7.0f} MB {held:7.0f} MB{goal}\n")
+    judge = text_paths.judge_row(bench, rounds)
+    out.write(f"\ndefault lexical judge against itself without the reading (PopQA, {rounds} paired rounds; goal <= "
+              f"{text_paths.JUDGE_GOAL:g}x)\n  {judge['default_ms']:.2f} ms/query against "
+              f"{judge['without_ms']:.2f} ms/query: {judge['ratio']:.2f}x\n")
+    return {"memory": memory, "deadlines": deadlines, "concurrency": concurrency, "text_paths": texts,
+            "judge": judge}

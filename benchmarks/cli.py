@@ -111,10 +111,15 @@ def _web_benches(benches: Any) -> None:
     benches.add_parser("footprint", help="what pip install of each distribution adds to a bare environment "
                        "(MB, packages)")
     bounds = benches.add_parser("bounds", help="hostile input on loopback: peak RSS per page, seconds past "
-                                "deadlines, concurrent acorrect, a 4 MB passage")
+                                "deadlines, concurrent acorrect; every text path with hostile text (a 4 MB passage, "
+                                "100,000 passages, the blends, the reading) and the default judge's cost")
+    bounds.add_argument("--bench-dir")
     bounds.add_argument("--queries", type=POSITIVE_INT, default=500, help="concurrent acorrect per provider")
     bounds.add_argument("--timeout", type=number(float, minimum=0.5, maximum=60), default=3.0,
                         help="the search timeout and fetch deadline the slow endpoints are measured against")
+    bounds.add_argument("--text-scale", type=number(float, minimum=0.001, maximum=1), default=1.0,
+                        help="shrink the hostile texts (a quick run)")
+    bounds.add_argument("--rounds", type=POSITIVE_INT, default=12, help="paired rounds of the judge's cost")
 
 
 def _judge_benches(benches: Any) -> None:
@@ -297,7 +302,8 @@ def _bench_web_sources(args: argparse.Namespace) -> int:
 def _bench_bounds(args: argparse.Namespace) -> int:
     from .bounds import run
 
-    run(sys.stdout, queries=args.queries, timeout=args.timeout)
+    run(sys.stdout, _bench_dir(args.bench_dir), queries=args.queries, timeout=args.timeout,
+        text_scale=args.text_scale, rounds=args.rounds)
     return 0
 
 

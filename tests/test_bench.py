@@ -138,10 +138,11 @@ def test_haystack_bench_counts_one_query_embedding_per_query(bench_dir):
 def test_bounds_bench_measures_every_case_through_the_cli(capsys):
     from benchmarks.cli import main
 
-    assert main(["bounds", "--queries", "40", "--timeout", "1"]) == 0
+    assert main(["bounds", "--queries", "40", "--timeout", "1", "--text-scale", "0.02", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     for case in ("3 MB of <p>x</p>", "gzip, gzip", "4 MB internal passage", "serpapi: search answer trickle_headers",
-                 "page that answers after 30 s"):
+                 "page that answers after 30 s", "reading: full-name check", "lexical best sentence",
+                 "Chinese blend", "German blend", "100,000 passages", "default lexical judge against itself"):
         assert case in out
     assert "serpapi  web results for 40/40" in out and "serper   web results for 40/40" in out
 

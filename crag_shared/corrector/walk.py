@@ -219,7 +219,8 @@ class Walks:
         valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
         for i, s in zip(valid, valid_scores):
             scores[i] = s
-        reasons = [state.reasons.get(" ".join(self._scored_text(p).split()), "") if i in valid else ""
+        scored = set(valid)  # a set: a membership test on the list would make this quadratic in the passages
+        reasons = [state.reasons.get(" ".join(self._scored_text(p).split()), "") if i in scored else ""
                    for i, p in enumerate(items)]
         trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else []))
         action = state.policy.decide(valid_scores)

@@ -9,7 +9,7 @@ from ..text.analysis import CJK_LANGUAGES, check_language
 from ..text.detection import resolve, switch_note
 from ..text.measure import QuestionWords
 from ..text.reading import Reading
-from ..text.sentences import sentence_spans
+from ..text.sentences import READ_CHARS, sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 
 #: How much a text loses when no sentence of it states the question's relation with an answer of the asked
@@ -45,8 +45,9 @@ class LexicalEvaluator(RetrievalEvaluator):
       last name) that stand adjacent in the text;
     - focus: whether the matches start early in the text, the way a passage *about* something names it
       first.
-    The combination is mapped to [-1, 1], for the whole text and for its best sentence, and the two are
-    averaged (`sentence_weight`): an answer is usually stated in one sentence, and a passage that spreads
+    The combination is mapped to [-1, 1], for the whole text and for its best sentence (looked for in its
+    first `READ_CHARS` characters, where the English reading reads), and the two are averaged
+    (`sentence_weight`): an answer is usually stated in one sentence, and a passage that spreads
     the question's words over unrelated sentences is the typical hard negative. The weight was chosen on
     qa_pairs train, never on PopQA (figures in docs: Benchmarks). `sentence_weight=0` is the text alone.
 
@@ -95,7 +96,7 @@ class LexicalEvaluator(RetrievalEvaluator):
         notes = [switch_note(language)] if language != self.language and self.language == "en" else []
         reads = self.reads_answer and language == "en"
         reading = Reading(query) if reads else None
-        question = QuestionWords(query, language, variant=reading.key if reading else None)
+        question = QuestionWords(query, language, variants=reading.variants if reading else None)
         scores = [self._score(question, text) for text in texts]
         if reading is None or not reading.checks:
             return Evaluation(scores, notes)
@@ -114,7 +115,8 @@ class LexicalEvaluator(RetrievalEvaluator):
         whole = question.score(text)
         if not self.sentence_weight or whole == -1.0:  # no question word anywhere: no sentence has one
             return word_scale(whole) if question.language in CJK_LANGUAGES else whole
-        spans = sentence_spans(question.language, text)  # cached: the refiner splits the same passages
-        best = max((question.score(text[a:b]) for a, b in spans), default=whole) if len(spans) > 1 else whole
+        read = text[:READ_CHARS]  # the best sentence is looked for where the reading reads
+        spans = sentence_spans(question.language, read)  # cached: the refiner splits the same passages
+        best = max(question.part_scores(read, spans), default=whole) if len(spans) > 1 else whole
         blended = (1.0 - self.sentence_weight) * whole + self.sentence_weight * best
         return word_scale(blended) if question.language in CJK_LANGUAGES else blended

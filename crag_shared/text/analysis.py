@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .caching import text_cache
 from .knowledge import table_keys
-from .sentences import SPLITTER_LANGUAGES, sentence_spans
+from .sentences import READ_CHARS, SPLITTER_LANGUAGES, sentence_spans
 from .words import STOPWORDS, char_bigrams, compound_grams, fold, words
 from .writing_systems import CJK, HAN, HIRAGANA, KATAKANA
 
@@ -114,8 +115,8 @@ class Analyzer:
                 out.append(Token(piece, piece, True))
             elif kind == "kata":
                 out.append(Token(piece, piece, piece in self.stopwords))
-            else:
-                out += self._han(piece)
+            else:  # cached only where the text is read again sentence by sentence, its first READ_CHARS
+                out += self._han(piece) if match.start() < READ_CHARS else self.han_tokens(piece)
         return out
 
     def _han(self, run: str) -> tuple[Token, ...]:
@@ -198,7 +199,14 @@ def _term(code: str, word: str) -> str:
     return stemmer.stemWord(plain) if stemmer is not None else plain  # type: ignore[attr-defined]
 
 
-@lru_cache(maxsize=50_000)
+#: The tokens kept for Han runs seen again (a passage's sentences repeat the runs of its first `READ_CHARS`, which
+#: its whole-text reading has just segmented), by the characters of the runs: segmented, a run's tokens take up to
+#: about 470 bytes a character, so at most about 50 MB; a run longer than a tenth of it (a page without
+#: punctuation) is segmented and not kept.
+HAN_KEPT_CHARS = READ_CHARS
+
+
+@text_cache(max_chars=HAN_KEPT_CHARS, entry_chars=HAN_KEPT_CHARS // 10, max_entries=50_000)
 def _han_tokens(code: str, run: str) -> tuple[Token, ...]:
     return tuple(analyzer(code).han_tokens(run))
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Iterable, Sequence
 
 from .analysis import CJK_LANGUAGES, analyzer
 from .words import char_bigrams, compound_grams
@@ -62,7 +61,8 @@ class QuestionWords:
     `score(text)` in [-1, 1] is LexicalEvaluator's measure for one text; the embedding evaluator's
     "matched" unit uses it to pick the sentences worth embedding, and the in-memory web ranks pages by it."""
 
-    def __init__(self, query: str, language: str = "en", variant: Callable[[str], str] | None = None) -> None:
+    def __init__(self, query: str, language: str = "en",
+                 variants: Callable[[Iterable[str]], dict[str, str]] | None = None) -> None:
         self.language = language
         self.analyzer = analyzer(language)
         content: list[str | None] = []
@@ -81,11 +81,13 @@ class QuestionWords:
         self.weights = _weights(content, capital, stop)
         self.pairs = {(a, b) for a, b in itertools.pairwise(content) if a and b}
         self.total = sum(self.weights.values())
-        #: `variant` (e.g. a stem): a lower-case question word also matches a text word of the same variant
-        #: ("invented" matches "inventing"); names match as written
-        self._variant = variant
-        self._variants = {variant(term): term for term, up in zip(content, capital) if term and not up} \
-            if variant else {}
+        #: `variants` (e.g. stems) gives, for a set of words, the variant of each word it changes: a lower-case
+        #: question word also matches a text word of the same variant ("invented" matches "inventing"); names
+        #: match as written
+        self._variant_of = variants
+        lower = [term for term, up in zip(content, capital) if term and not up]
+        changed = variants(set(lower)) if variants else {}
+        self._variants = {changed.get(term, term): term for term in lower} if variants else {}
         grams: tuple[Callable[[str], frozenset[str]] | None, float] = GRAMS.get(language, (None, 0.0))
         self._grams, self._gram_weight = grams
         self.grams = self._grams(query) if self._grams else frozenset()
@@ -93,24 +95,48 @@ class QuestionWords:
     def score(self, text: str) -> float:
         """One text's score in [-1, 1] against these question words (in Chinese, Japanese and German, blended
         with the share of the question's character n-grams the text holds: `GRAMS`)."""
-        words = self._words(text)
+        return self._blend(self._words(self.analyzer.terms(text)), text)
+
+    def part_scores(self, text: str, spans: Sequence[tuple[int, int]]) -> list[float]:
+        """`score` of each span of `text` (its sentences), with the variants of their words found once for all."""
+        parts = [self.analyzer.terms(text[a:b]) for a, b in spans]
+        known = self._variants_in(set().union(*parts)) if self._variants else None
+        return [self._blend(self._words(tokens, known), text[a:b]) for tokens, (a, b) in zip(parts, spans)]
+
+    def _blend(self, words: float, text: str) -> float:
         if not self.grams or self._grams is None:
             return words
         grams = 2.0 * len(self.grams & self._grams(text)) / len(self.grams) - 1.0
         return (1.0 - self._gram_weight) * words + self._gram_weight * grams
 
-    def _words(self, text: str) -> float:
+    def _variants_in(self, words: set[str]) -> tuple[dict[str, str], set[str]]:
+        """The variant of each of `words` that differs from it, and the question words' variants among the variants
+        of all of `words` (the only ones that any part of a text of these words can hold)."""
+        changed = self._variant_of(words) if self._variant_of is not None else {}
+        held = set(changed.values()) | ((self._variants.keys() & words) - changed.keys())
+        return changed, self._variants.keys() & held
+
+    def _words(self, tokens: list[str], known: tuple[dict[str, str], set[str]] | None = None) -> float:
+        """The word part of a score, from a text's terms; `known`: `_variants_in` of (at least) these words, when
+        already found."""
         if not self.total:
             return -1.0
-        tokens = self.analyzer.terms(text)
         found = self.weights.keys() & tokens  # set operations run in C: a 4 MB passage has 750,000 tokens
         if self._variants and len(found) < len(self.weights):
-            variant = cast(Callable[[str], str], self._variant)
-            keys = set(map(variant, set(tokens)))
-            by_variant = {term for key, term in self._variants.items() if key in keys and term not in found}
-            if by_variant:
-                found |= by_variant
-                tokens = [term if term in self.weights else self._variants.get(variant(term), term) for term in tokens]
+            changed, reachable = self._variants_in(set(tokens)) if known is None else known
+            missing = {key: term for key, term in self._variants.items() if term not in found and key in reachable}
+            if missing:  # set and dict operations in C; only the words with a variant are looked at one by one
+                present = changed.keys() & tokens
+                held = {changed[word] for word in present} | (missing.keys() & tokens) - changed.keys()
+                by_variant = {term for key, term in missing.items() if key in held}
+                if by_variant:
+                    found |= by_variant
+                    # each text word a question word's variant names (and the question does not) becomes that word
+                    renamed = {word: self._variants[word] for word in
+                               (self._variants.keys() & tokens) - changed.keys() - self.weights.keys()}
+                    renamed.update((word, self._variants[changed[word]]) for word in present
+                                   if changed[word] in self._variants and word not in self.weights)
+                    tokens = list(map(renamed.get, tokens, tokens))
         if not found:
             return -1.0
         coverage = sum(weight for term, weight in self.weights.items() if term in found) / self.total

@@ -22,12 +22,14 @@ reads by (irregular forms, answer kinds, months, number words, name particles...
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from .knowledge import table_keys, table_lines, table_words, word_set
-from .sentences import sentence_spans
+from .sentences import READ_CHARS, sentence_spans
 from .words import STOPWORDS, fold, words
 
 Kind = str  # "place" | "time" | "person" | "number" | "description"
@@ -36,22 +38,51 @@ Kind = str  # "place" | "time" | "person" | "number" | "description"
 IRREGULAR = {form: canon for canon, forms in table_keys("en", "irregular_forms") for form in forms.split()}
 #: Attributes a description answers ("X was an English poet"): the word itself is rarely in the passage.
 DESCRIBED = word_set("en", "described")
-#: How much of a text is read for the relation and the name: far more than a strip or a prompt holds.
-READ_CHARS = 100_000
 _QUESTION_WORDS = word_set("en", "question_words")
 _AGENT_SUFFIXES = table_words("en", "agent_suffixes")
 _PARTICLES = word_set("en", "name_particles")
 _SUFFIXES = word_set("en", "name_suffixes")
+
+
+class _Caseless:
+    """A case-insensitive pattern. ASCII text is matched lower-cased by a case-sensitive twin where the pattern's
+    letters are all ASCII lower case: the same matches at the same places, without the regex engine folding the
+    case of every character it reads (twice as fast); other text, and other patterns, by the pattern itself."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern, re.IGNORECASE)
+        letters = re.sub(r"\\.", "", pattern)  # escapes (\b, \s, \d) are not letters to match
+        self._twin = re.compile(pattern) if letters.isascii() and letters == letters.lower() else None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._twin.search(text.lower()) if self._twin and text.isascii() else self.pattern.search(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self._twin.fullmatch(text.lower()) if self._twin and text.isascii() else self.pattern.fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Matches in order; on ASCII text their groups are lower-cased."""
+        return self._twin.finditer(text.lower()) if self._twin and text.isascii() else self.pattern.finditer(text)
+
+
 _MONTHS = "|".join(table_words("en", "months"))
-_TIME = re.compile(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b",
-                   re.IGNORECASE)
-_NUMBER = re.compile(rf"\b(\d[\d,.]*|{'|'.join(table_words('en', 'number_words'))})\b", re.IGNORECASE)
+_TIME = _Caseless(rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}}|[0-9]{{3,4}}s|[0-9]{{1,2}}(?:st|nd|rd|th) century|{_MONTHS})\b")
+_NUMBER = _Caseless(rf"\b(\d[\d,.]*|{'|'.join(table_words('en', 'number_words'))})\b")
 _PLACE = re.compile(rf"\b(?:{'|'.join(table_words('en', 'place_prepositions'))})\s+(?:the\s+)?([A-Z][\w'’-]+)")
-_DESCRIPTION = re.compile(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
-                          r"(?:an?|the)\s+", re.IGNORECASE)
+_DESCRIPTION = _Caseless(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
+                        r"(?:an?|the)\s+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
-_WORD = re.compile(r"[\w'’]+\.?")
-_JOINER = re.compile(r"[\s\"“”‘]*")  # between two words of one name: spaces, quotes round a nickname
+_JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
+
+
+@lru_cache(maxsize=1024)
+def _starting_with(prefixes: frozenset[str]) -> Callable[[Iterable[str]], list[str]]:
+    """The words among a set of words (tokens: no line breaks) whose first three characters are one of `prefixes`
+    (a shorter prefix: the whole word), picked by one regular expression over the words joined by line breaks.
+    Cached: compiling it costs more than reading a passage, and questions ask for the same relations."""
+    alternatives = sorted((re.escape(p) + (r"[^\n]*" if len(p) >= 3 else "") for p in prefixes), key=len, reverse=True)
+    pick = re.compile(rf"\n((?:{'|'.join(alternatives)})(?=\n|\Z))").findall
+    return lambda terms: pick("\n" + "\n".join(terms))
 
 
 def _kind_patterns() -> tuple[tuple[Kind, re.Pattern[str]], ...]:
@@ -134,12 +165,19 @@ class Reading:
         # forms: the others are never stemmed (stemming every word of every passage costs more than scoring)
         family = {form for form, canon in IRREGULAR.items() if canon in self.relation}
         self._prefixes = frozenset(w[:3] for w in (*relation, *family))
+        self._starts_like = _starting_with(self._prefixes)
         self.names = tuple(_names(question))
-        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question) if len(run) >= 2]
+        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question)]
 
-    def key(self, term: str) -> str:
-        """`relation_key(term)` for a word that may share a key with the question's relation, else the word."""
-        return relation_key(term) if term[:3] in self._prefixes else term
+    @property
+    def variants(self) -> Callable[[Iterable[str]], dict[str, str]] | None:
+        """`keys`, for a question with a relation; None for one without (every word is its own key)."""
+        return self.keys if self._prefixes else None
+
+    def keys(self, terms: Iterable[str]) -> dict[str, str]:
+        """`relation_key` of each of `terms` that may share a key with the question's relation (one that starts like
+        a relation word or one of its irregular forms, picked in C); every other term is its own key."""
+        return {term: relation_key(term) for term in self._starts_like(terms)} if self._prefixes else {}
 
     @property
     def checks(self) -> bool:
@@ -151,7 +189,7 @@ class Reading:
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
-        full = not self.names or any(_names_in_full(name, text) for name in self.names)
+        full = not self.names or self._named_in_full(text)
         reasons = []
         if support < 1.0:
             asked = "', '".join(self.relation_words) or "the relation"
@@ -168,8 +206,9 @@ class Reading:
         best, best_form = 0.0, False
         for start, end in sentence_spans("en", text) or [(0, len(text))]:
             sentence = text[start:end]
-            keys = {self.key(fold(w)) for w in words(sentence)}
-            share = len(self.relation & keys) / len(self.relation) if self.relation else 1.0
+            share = self._share(sentence) if self.relation else 1.0
+            if share <= best:  # not better even with an answer of the asked kind
+                continue
             form = self._has_form(sentence)
             value = share * (1.0 if form else 0.5)
             if value > best:
@@ -177,6 +216,21 @@ class Reading:
                 if best == 1.0:
                     break
         return best, best_form
+
+    def _named_in_full(self, text: str) -> bool:
+        """Whether `text` names one of the question's names in full (`_names_in_full`). Its name runs are found
+        only if it can hold a name's last word: an ASCII text without that word's letters cannot."""
+        lowered = text.lower() if text.isascii() else None
+        names = [name for name in self.names if lowered is None or _letters_of(name[1]) in lowered]
+        runs = _run_texts(text) if names else []
+        return any(_names_in_full(name, runs) for name in names)
+
+    def _share(self, sentence: str) -> float:
+        """The share of the relation's keys that the words of `sentence` hold."""
+        terms = set(map(fold, words(sentence)))
+        keyed = self.keys(terms)
+        held = self.relation.intersection(keyed.values()).union(self.relation.intersection(terms).difference(keyed))
+        return len(held) / len(self.relation)
 
     def _has_form(self, sentence: str) -> bool:
         kind, own = self.kind, self.question_terms
@@ -195,24 +249,42 @@ class Reading:
 
 
 def _name_runs(text: str) -> list[list[str]]:
-    """Runs of capitalised words as written (particles such as "van", initials and quoted nicknames inside);
-    any other punctuation between two words ends a run ("John Finlay (April 22, 1837)")."""
-    runs: list[list[str]] = []
-    current: list[str] = []
-    previous_end = 0
-    for match in _WORD.finditer(text):
-        word = match.group().rstrip(".")
-        joined = current and _JOINER.fullmatch(text[previous_end:match.start()])
-        previous_end = match.end()
-        if (word[:1].isupper() or (current and word in _PARTICLES)) and (joined or not current):
-            current.append(word)
-            continue
-        if current:
-            runs.append(current)
-        current = [word] if word[:1].isupper() else []
-    if current:
-        runs.append(current)
-    return runs
+    """Runs of two or more capitalised words as written (particles such as "van", initials and quoted nicknames
+    inside); any other punctuation between two words ends a run ("John Finlay (April 22, 1837)"). Found by one
+    regular expression (`_run_patterns`), so a passage costs a pass in C, not a Python step per word."""
+    return [_WORD.findall(run) for run in _run_texts(text)]
+
+
+def _run_texts(text: str) -> list[str]:
+    """The name runs of `text` as written, each one string (`_name_runs` without splitting them into words)."""
+    basic, every = _run_patterns()
+    return (basic if text.isascii() or not _ASTRAL.search(text) else every).findall(text)
+
+
+_WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
+@lru_cache(maxsize=1)
+def _run_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The name-run pattern for text within the Basic Multilingual Plane, and for any text.
+
+    A run is a capitalised word (one whose first character `str.isupper` calls upper case) where a word starts,
+    then one or more words that are capitalised or particles, each after nothing but `_JOINER`; a word is all its
+    `_WORD` characters and an optional period. The first holds only the upper-case letters below U+10000: a class
+    of those compiles to a table the matcher scans for in C, while one upper-case letter beyond (mathematical
+    capitals, Deseret) makes it test each character against every letter in turn."""
+    word_character = re.compile(r"\w")
+    upper = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isupper() and word_character.match(c)]
+    basic = "".join(c for c in upper if c <= "\uffff")
+    particle = rf"(?:{'|'.join(map(re.escape, sorted(_PARTICLES, key=len, reverse=True)))})(?![\w'’])\.?"
+
+    def run(first: str) -> re.Pattern[str]:
+        capitalised = rf"{first}[\w'’]*+\.?"
+        # the class first, the look back at a word start after it: the matcher skips to a capital in C
+        return re.compile(rf"{first}(?<![\w'’](?s:.))[\w'’]*+\.?(?:{_JOINER}(?:{capitalised}|{particle}))+")
+
+    return run(f"[{basic}]"), run(f"[{''.join(upper)}]")
 
 
 def _names(question: str) -> list[tuple[str, str]]:
@@ -227,18 +299,33 @@ def _names(question: str) -> list[tuple[str, str]]:
     return found
 
 
-def _names_in_full(name: tuple[str, str], text: str) -> bool:
-    """Whether `text` names (first, last) in full: a run with the first word (or its initial) and, later,
-    the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by another name."""
+def _names_in_full(name: tuple[str, str], runs: list[str]) -> bool:
+    """Whether a text's name runs (`_run_texts`) name (first, last) in full: a run with the first word (or its
+    initial) and, later, the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by
+    another name. One pass over each run's words, and none over a run in ASCII without the last word's
+    letters (`_letters_of`)."""
     first, last = name
-    for run in _name_runs(text):
-        folded = [fold(w) for w in run]
-        for i, word in enumerate(folded):
-            if word != first and not (len(first) == 1 and word[:1] == first):
-                continue
-            for j in range(i + 1, len(folded)):
-                if folded[j] == last:
-                    rest = run[j + 1:]
-                    if all(fold(w) in _SUFFIXES or w.isupper() for w in rest):
-                        return True
+    core = _letters_of(last)
+    for text in runs:
+        if text.isascii() and core not in text.lower():
+            continue
+        run = _WORD.findall(text)
+        folded = list(map(fold, run))
+        if last not in folded:
+            continue
+        start = next((i for i, word in enumerate(folded) if word == first or (len(first) == 1 and word[:1] == first)),
+                     None)
+        if start is None:
+            continue
+        tail = len(run)  # run[tail:] is the longest end of the run that holds only suffixes and abbreviations
+        while tail and (folded[tail - 1] in _SUFFIXES or run[tail - 1].isupper()):
+            tail -= 1
+        if last in folded[max(start + 1, tail - 1):]:
+            return True
     return False
+
+
+def _letters_of(last: str) -> str:
+    """What an ASCII word that folds to `last` holds, lower-cased: `last` ("Smiths", "Smith's"), or for a last
+    word in "y" all but the "y" ("Kennedies" holds "kenned")."""
+    return last[:-1] if last.endswith("y") else last

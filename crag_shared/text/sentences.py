@@ -7,6 +7,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .caching import text_cache
+
 #: The pattern sentence-splitter searches every word with, to find words ending in periods.
 _PERIOD_WORD = r'([\w\.\-]*)([\'\"\)\]\%\p{Final_Punctuation}]*)(\.+)$'
 
@@ -76,6 +78,10 @@ def splitter_for(language: str) -> Any:
     return _private_sentence_splitter_module().SentenceSplitter(language=language)
 
 
+#: How much of a text is read sentence by sentence: the lexical judge's best sentence and the English reading's
+#: relation and name are found in a text's first `READ_CHARS` characters. Far more than a strip or a prompt
+#: holds, so a 4 MB passage is read as far as any prompt would carry it, in bounded time and memory.
+READ_CHARS = 100_000
 #: Text longer than this is split in pieces of about this size, cut where a sentence ends (else at a space):
 #: sentence-splitter's time grows with the square of what it is given, so a 4 MB passage in one call takes
 #: minutes, in pieces it takes time in proportion to its length.
@@ -107,13 +113,19 @@ SPLITTER_LANGUAGES = frozenset({"ca", "cs", "da", "de", "el", "en", "es", "fi", 
 _PUNCTUATED = re.compile(r"[^\n。！？!?.]*(?:[。！？]+|[!?.]+(?=\s|$))[」』”’\"')）\]]*|[^\n]+")
 
 
-@lru_cache(maxsize=8192)
+#: The sentence spans kept for texts seen again (the lexical judge, the reading and the refiner split the same
+#: passages; calibration and benchmarks, the same passages for many questions): of up to this many characters of
+#: text, none of a text longer than `READ_CHARS`. Spans and their text take at most about 17 bytes a character.
+SPANS_KEPT_CHARS = 2_000_000
+
+
+@text_cache(max_chars=SPANS_KEPT_CHARS, entry_chars=READ_CHARS, max_entries=8192)
 def sentence_spans(language: str, text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of the sentences of `text` (sentence-splitter's Moses rules where it knows the
     language, else sentence punctuation, including the Chinese and Japanese marks), in time linear in its
     length (long texts go to the splitter in pieces, `SPLIT_PIECE_CHARS`).
 
-    Cached: the same passages come back across queries."""
+    Cached (`SPANS_KEPT_CHARS`): the same passages come back across queries."""
     if language not in SPLITTER_LANGUAGES:
         return tuple(_stripped(text, m.start(), m.end()) for m in _PUNCTUATED.finditer(text)
                      if m.group().strip())

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .caching import text_cache
 from .knowledge import word_set
 
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
@@ -69,9 +70,13 @@ def titled(text: str, title: str | None) -> str:
 
 
 _NOT_WORD = re.compile(r"[\W_]+")
+#: The n-gram sets kept for texts seen again, by the characters of text they were computed from (a text's set
+#: takes about 120 bytes a character for bigrams of Han text, 60 for 5-grams of German): at most about 30 MB
+#: each; a longer text is computed and not kept.
+BIGRAMS_KEPT_CHARS, GRAMS_KEPT_CHARS = 250_000, 500_000
 
 
-@lru_cache(maxsize=20_000)
+@text_cache(max_chars=BIGRAMS_KEPT_CHARS, entry_chars=BIGRAMS_KEPT_CHARS // 10, max_entries=20_000)
 def char_bigrams(text: str) -> frozenset[str]:
     """The character bigrams of `text` (NFKC, case-folded, without spaces or punctuation): the evidence that
     needs no segmentation in Chinese and Japanese."""
@@ -82,7 +87,7 @@ def char_bigrams(text: str) -> frozenset[str]:
 _WORDS = re.compile(r"[^\W_]+")
 
 
-@lru_cache(maxsize=20_000)
+@text_cache(max_chars=GRAMS_KEPT_CHARS, entry_chars=GRAMS_KEPT_CHARS // 10, max_entries=20_000)
 def compound_grams(text: str, n: int = 5, shortest: int = 6) -> frozenset[str]:
     """Words of `text` shorter than `shortest` whole, longer ones as their character `n`-grams (case-folded):
     the parts a compound shares with the words it is made of ("Zugspitzbahn", "Zugspitze")."""
