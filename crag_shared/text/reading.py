@@ -132,13 +132,28 @@ def answer_kind(question: str) -> Kind | None:
 
 @dataclass(frozen=True)
 class Assessment:
-    """How far a passage states what the question asks: `support` in [0, 1] (the share of the relation
-    stated in its best sentence, halved without an answer of the asked kind there), whether it names the
-    entity in full, and why not, in words (empty when nothing is missing)."""
+    """What a passage shows of the question, as evidence that it does not state the answer:
+
+    - `support` in [0, 1]: the share of the relation stated in its best sentence, halved without an answer of
+      the asked kind there (ordinary words: weak evidence, since a passage may say it in other words);
+    - `has_form`: whether any sentence holds an answer of the asked kind (a date for "when", a number for "how
+      many"): without one, it cannot state the answer;
+    - `missing`: the question's distinguishing terms it does not hold (a plan, a model number, a version, a
+      year, a name): it is about something else;
+    - `full_name`: whether it names the question's person in full (a namesake is someone else);
+    - `notes`: each piece of evidence in words, by its kind ("term", "form", "name", "relation"), for the
+      trace."""
 
     support: float
     full_name: bool
-    reason: str
+    has_form: bool = True
+    missing: tuple[str, ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """The evidence in words ("" when there is none)."""
+        return "; ".join(note for _, note in self.notes)
 
 
 class Reading:
@@ -168,6 +183,9 @@ class Reading:
         self._starts_like = _starting_with(self._prefixes)
         self.names = tuple(_names(question))
         self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question)]
+        self.distinguishing = distinguishing_terms(tokens)
+        self._held = {term: re.compile(rf"(?<![\w'’]){re.escape(term)}(?:['’]s|s|es)?(?![\w'’])")
+                      for term in self.distinguishing}
 
     @property
     def variants(self) -> Callable[[Iterable[str]], dict[str, str]] | None:
@@ -181,26 +199,30 @@ class Reading:
 
     @property
     def checks(self) -> bool:
-        """Whether there is anything to read for beyond the words (a relation, a kind, a full name)."""
-        return bool(self.relation or self.kind or self.names)
+        """Whether there is anything to read for beyond the words (a relation, a kind, a name, a term)."""
+        return bool(self.relation or self.kind or self.names or self.distinguishing)
 
     def assess(self, text: str) -> Assessment:
         """What `text` states of the question's relation and answer, and whether it names the entity, read
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
+        has_form = best_has_form or self.kind is None or self._has_form(text)
         full = not self.names or self._named_in_full(text)
-        reasons = []
-        if support < 1.0:
-            asked = "', '".join(self.relation_words) or "the relation"
-            if support == 0.0 or (not best_has_form and support <= 0.5):
-                reasons.append(f"no sentence states '{asked}'" + (f" with a {self.kind}" if self.kind else ""))
-            else:
-                reasons.append(f"states only part of '{asked}'" + ("" if best_has_form else f" and no {self.kind}"))
+        lowered = text.lower()
+        missing = tuple(term for term, held in self._held.items() if not held.search(lowered))
+        notes = []
+        if missing:
+            notes.append(("term", "does not hold '" + "', '".join(missing) + "'"))
+        if not has_form:
+            notes.append(("form", f"holds no {self.kind}"))
         if not full:
             name = self._name_words[0] if self._name_words else " ".join(self.names[0])
-            reasons.append(f"does not name '{name}' in full")
-        return Assessment(support, full, "; ".join(reasons))
+            notes.append(("name", f"does not name '{name}' in full"))
+        if support < 1.0 and self.relation:
+            asked = "', '".join(self.relation_words)
+            notes.append(("relation", f"states {'none' if support == 0.0 else 'part'} of '{asked}' in one sentence"))
+        return Assessment(support, full, has_form, missing, tuple(notes))
 
     def _support(self, text: str) -> tuple[float, bool]:
         best, best_form = 0.0, False
@@ -246,6 +268,21 @@ class Reading:
             return any(m.start() > 0 and fold(m.group()) not in own and fold(m.group()) not in STOPWORDS
                        and not _TIME.fullmatch(m.group()) for m in _CAPITALISED.finditer(sentence))
         return bool(_DESCRIPTION.search(sentence))
+
+
+def distinguishing_terms(tokens: Iterable[str]) -> tuple[str, ...]:
+    """The terms of a question's words that say which thing it is about, lower-cased: words with a digit (a
+    model number, version, year, amount: "DS-650" gives "650") and capitalised words that are not its opening
+    question word nor function words (a plan, a product, a person: "Team", "Enterprise", "Napoleon"). A passage
+    without one of them is about another thing of the same kind."""
+    found: dict[str, None] = {}
+    for position, word in enumerate(tokens):
+        lowered = word.lower()
+        if lowered in STOPWORDS or fold(word) in STOPWORDS or lowered.split("'")[0].split("’")[0] == "i":
+            continue
+        if any(c.isdigit() for c in word) or (word[:1].isupper() and (position or lowered not in _QUESTION_WORDS)):
+            found[lowered] = None
+    return tuple(found)
 
 
 def _name_runs(text: str) -> list[list[str]]:
