@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -115,9 +116,14 @@ def _checked(texts: Sequence[str]) -> list[str]:
     return texts
 
 
-def clip(value: float) -> float:
-    """`value` clipped to [-1, 1]."""
-    return max(-1.0, min(1.0, float(value)))
+def clip(value: float, low: float = -1.0, high: float = 1.0) -> float:
+    """`value` clipped to [low, high] (a score: [-1, 1]); NaN and ±inf give NaN, never a bound.
+
+    `max(-1, min(1, nan))` is +1.0, the best score: a model that overflowed would make a passage
+    Correct. A value that is not a finite number is no score, and the Corrector treats it as a runtime
+    fault of its evaluator (`checked_scores`): the fallback evaluator scores, recorded and logged."""
+    value = float(value)
+    return min(high, max(low, value)) if math.isfinite(value) else math.nan
 
 
 #: Constructor parameters that a spec carries itself (its target) or the adapter passes again.

@@ -14,11 +14,12 @@ batch a text's score would move with its neighbours.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
+from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator, clip
 
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
 #: CPU: small, exactly padded batches (padding is paid in compute). GPU (CUDA/MPS): room for many
@@ -222,8 +223,17 @@ class BatchedPairEvaluator(RetrievalEvaluator):
         scores = [[0.0] * len(texts) for _, texts in requests]
         for batch in self._batches([len(ids) for ids in encoded["input_ids"]]):
             rows = batch + batch[-1:] * (self._rows(len(batch)) - len(batch))  # repeated rows are dropped
-            values = self._to_scores(self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()}))
-            for i, value in zip(batch, values.tolist()):
+            logits = self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()})
+            values = self._to_scores(logits).tolist()
+            for i, value, finite in zip(batch, values, _finite_rows(logits)):
                 r, j = owners[i]
-                scores[r][j] = max(-1.0, min(1.0, float(value)))
+                scores[r][j] = clip(value) if finite else math.nan
         return [Evaluation(row) for row in scores]
+
+
+def _finite_rows(logits: Any) -> list[bool]:
+    """Whether each row's logits are all finite numbers. A row with an overflowed logit has no score (NaN),
+    whatever the score map would make of it (tanh(inf / 2) is 1.0, the best score)."""
+    import numpy as np  # a dependency of every backend; not imported with crag_shared
+
+    return np.isfinite(logits).reshape(len(logits), -1).all(1).tolist()

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..language import QuestionWords, check_language, resolve
 from ..sentences import sentence_spans
-from .base import Evaluation, RetrievalEvaluator
+from .base import Evaluation, RetrievalEvaluator, clip
 from .batching import load_once
 from .hf import pick_device, require_torch
 from .pooling import mean_pooled
@@ -237,7 +237,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""
-        return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
+        return Evaluation([clip((c - self.midpoint) / self.spread) for c in self.cosines(query, texts)])
 
 
 #: Query vectors a caller handed in for its own request: (evaluator id, query) -> unit vector.
