@@ -225,15 +225,10 @@ class BatchedPairEvaluator(RetrievalEvaluator):
             rows = batch + batch[-1:] * (self._rows(len(batch)) - len(batch))  # repeated rows are dropped
             logits = self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()})
             values = self._to_scores(logits).tolist()
-            for i, value, finite in zip(batch, values, _finite_rows(logits)):
+            # a row with an overflowed logit has no score, whatever the map makes of it (tanh(inf / 2) is 1.0)
+            finite = [all(map(math.isfinite, row)) for row in logits.reshape(len(logits), -1).tolist()]
+            for i, value, usable in zip(batch, values, finite):
                 r, j = owners[i]
-                scores[r][j] = clip(value) if finite else math.nan
+                scores[r][j] = clip(value) if usable else math.nan
         return [Evaluation(row) for row in scores]
 
-
-def _finite_rows(logits: Any) -> list[bool]:
-    """Whether each row's logits are all finite numbers. A row with an overflowed logit has no score (NaN),
-    whatever the score map would make of it (tanh(inf / 2) is 1.0, the best score)."""
-    import numpy as np  # a dependency of every backend; not imported with crag_shared
-
-    return np.isfinite(logits).reshape(len(logits), -1).all(1).tolist()
