@@ -73,14 +73,17 @@ def test_an_overflowing_cross_encoder_scores_nan_and_never_makes_a_passage_corre
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_an_embedding_model_returning_non_numbers_never_makes_a_passage_correct(bad):
-    evaluator = EmbeddingEvaluator(embed_texts=lambda texts: [[bad, 1.0] for _ in texts])
+    evaluator = EmbeddingEvaluator(embed_texts=lambda texts: [[bad, 1.0] for _ in texts], midpoint=0.55, spread=0.25)
     assert math.isnan(evaluator.score(QUERY, [OFF_TOPIC])[0])
     result = Corrector(evaluator).correct(QUERY, [OFF_TOPIC])
+    assert result.action is not Action.CORRECT and "not finite" in result.fallbacks[0].reason
+    finding = EmbeddingEvaluator(embed_texts=lambda texts: [[bad, 1.0] for _ in texts])  # its scale unfound
+    result = Corrector(finding).correct(QUERY, [OFF_TOPIC])
     assert result.action is not Action.CORRECT and "not finite" in result.fallbacks[0].reason
 
 
 def test_a_combination_over_a_broken_member_has_no_score():
-    broken = EmbeddingEvaluator(embed_texts=lambda texts: [[math.nan, 1.0] for _ in texts])
+    broken = EmbeddingEvaluator(embed_texts=lambda texts: [[math.nan, 1.0] for _ in texts], midpoint=0.5, spread=0.2)
     combined = CombinedEvaluator([LexicalEvaluator(), broken], weights=[1.0, 1.0], bias=0.0)
     assert math.isnan(combined.score(QUERY, [OFF_TOPIC])[0])
     assert Corrector(combined).correct(QUERY, [OFF_TOPIC]).action is not Action.CORRECT
