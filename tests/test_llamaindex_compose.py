@@ -168,7 +168,7 @@ def test_concurrent_queries_never_take_each_others_verdicts(copy_context, caplog
 
 def test_nested_verdict_queries_both_get_a_pooled_engines_verdict():
     llm = RuleLLM()
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         inner = CRAGVerdicts(Pooled(tools(llm)[0].query_engine, pool))
         outer = CRAGVerdicts(Pooled(inner, pool))  # the inner query itself starts on the pool, context-free
         response = outer.query(EINSTEIN)
