@@ -117,10 +117,10 @@ def all_sets(bench: Path, squad_per_half: int = 150) -> dict[str, dict[str, list
 
 def answer_kept(row: Row, sent: Sequence[str]) -> bool:
     """Whether the answer reached the generator: a gold answer as a word where the set has answers, else
-    a sentence of the answering passage."""
+    a sentence of the answering passage; never for a row with neither (a near miss, an off-topic question)."""
     if row.get("answers"):
         return has_answer_word("\n".join(sent), row["answers"])
-    return reached(sent, [Passage(row["answering"])])
+    return bool(row.get("answering")) and reached(sent, [Passage(row["answering"])])
 
 
 def outcomes(corrector: Corrector, rows: Sequence[Row]) -> tuple[int, int]:

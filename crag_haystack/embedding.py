@@ -23,7 +23,10 @@ def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None
     """An `EmbeddingEvaluator` over Haystack embedders: the query through `text_embedder`
     (`run(text=...)["embedding"]`), passages in one `document_embedder` call
     (`run(documents=...)["documents"][i].embedding`), or one text-embedder call each without one.
-    Warm the embedders up first (pipelines do; crag's components do it in their `warm_up`)."""
+    Warm the embedders up first (pipelines do; crag's components do it in their `warm_up`). Without
+    `midpoint` and `spread` in `options` the mapping of cosines is found for these embedders at first use,
+    once per process for embedders that name their model (`model`): a few dozen query embeddings and one
+    batch of passages."""
     _expect_embedder("text_embedder", text_embedder, "text", "a text embedder (run(text=...) -> embedding)")
     if document_embedder is not None:
         _expect_embedder("document_embedder", document_embedder, "documents",
@@ -38,7 +41,21 @@ def embedding_evaluator(text_embedder: Any, document_embedder: Any | None = None
         documents = document_embedder.run(documents=[Document(content=text) for text in texts])["documents"]
         return [list(document.embedding) for document in documents]
 
+    options.setdefault("model_key", _model_key(text_embedder, document_embedder))
     return EmbeddingEvaluator(embed_query=embed_query, embed_texts=embed_texts, **options)
+
+
+def _model_key(*embedders: object) -> str | None:
+    """The embedders' models (`model`, with their `prefix` and `suffix`), naming where a found scale is
+    shared; None where an embedder does not name its model."""
+    parts = []
+    for embedder in (e for e in embedders if e is not None):
+        model = getattr(embedder, "model", None)
+        if not isinstance(model, str):
+            return None
+        parts.append(f"{type(embedder).__name__}:{model}:{getattr(embedder, 'prefix', '')}:"
+                     f"{getattr(embedder, 'suffix', '')}")
+    return "haystack:" + "|".join(parts)
 
 
 def _expect_embedder(name: str, embedder: Any, argument: str, what: str) -> None:

@@ -141,8 +141,8 @@ class CRAGQueryEngine(BaseQueryEngine):
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes, result = self._crag.correct(self.retrieved(query_bundle), query_bundle)
         if result.abstained:
-            return _with_crag(self._abstain(query_bundle), result)
-        return _with_crag(self._synthesizer.synthesize(query_bundle, nodes), result)
+            return _with_crag(self, self._abstain(query_bundle), result)
+        return _with_crag(self, self._synthesizer.synthesize(query_bundle, nodes), result)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes, result = await self._crag.acorrect(await self.aretrieved(query_bundle), query_bundle)
@@ -153,8 +153,8 @@ class CRAGQueryEngine(BaseQueryEngine):
         """The answer from CRAG's knowledge nodes (or, when CRAG abstained, the no-knowledge answer), with
         CRAG's verdict in `response.metadata["crag"]` (also the last step of `CRAGWorkflow`)."""
         if result.abstained:
-            return _with_crag(await self._aabstain(query_bundle), result)
-        return _with_crag(await self._synthesizer.asynthesize(query_bundle, nodes), result)
+            return _with_crag(self, await self._aabstain(query_bundle), result)
+        return _with_crag(self, await self._synthesizer.asynthesize(query_bundle, nodes), result)
 
     def _abstain(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         if self._on_abstain == "answer":
@@ -198,8 +198,8 @@ def _prompt(prompt: BasePromptTemplate | str) -> BasePromptTemplate:
     return template
 
 
-def _with_crag(response: RESPONSE_TYPE, result: CorrectionResult) -> RESPONSE_TYPE:
+def _with_crag(engine: CRAGQueryEngine, response: RESPONSE_TYPE, result: CorrectionResult) -> RESPONSE_TYPE:
     verdict = result_metadata(result)
     response.metadata = {**(response.metadata or {}), "crag": verdict}
-    record_verdict({"query": result.query, **verdict})  # for a CRAGVerdicts query around this one
+    record_verdict(engine, {"query": result.query, **verdict})  # for a CRAGVerdicts query around this one
     return response

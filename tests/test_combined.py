@@ -6,7 +6,7 @@ import json
 import pytest
 
 from crag_shared import (
-    EmbeddingEvaluator,
+    CrossEncoderEvaluator,
     LexicalEvaluator,
     evaluator_from_spec,
     evaluator_spec,
@@ -38,13 +38,13 @@ def test_logistic_regression_recovers_a_separating_direction():
 
 
 def test_fit_save_load_reproduces_scores(tiny_bert, tmp_path):
-    members = [LexicalEvaluator(), EmbeddingEvaluator(str(tiny_bert))]
+    members = [LexicalEvaluator(), CrossEncoderEvaluator(str(tiny_bert))]
     combined = fit_combination(members, pairs(), progress=False)
     assert combined.report["pairs"] == 6
     assert set(combined.report["member_pair_auroc"]) == {evaluator_spec(m) for m in members}
     path = tmp_path / "combined.json"
     save_combination(combined, path)
-    assert json.loads(path.read_text())["members"] == ["lexical", f"embedding:{tiny_bert}"]
+    assert json.loads(path.read_text())["members"] == ["lexical", f"cross-encoder:{tiny_bert}"]
     loaded = evaluator_from_spec(f"combined:{path}")
     texts = [p for _, p, _ in QUESTIONS]
     assert loaded.score(QUESTIONS[0][0], texts) == pytest.approx(combined.score(QUESTIONS[0][0], texts))
@@ -118,7 +118,7 @@ def test_train_evaluator_device_flag(tiny_bert, tmp_path, capsys, monkeypatch):
 
 
 def test_the_shipped_combination_loads_by_name_and_takes_local_members(tiny_bert, tmp_path):
-    from crag_shared.evaluators import SHIPPED_COMBINATIONS, EmbeddingEvaluator, LexicalEvaluator
+    from crag_shared.evaluators import SHIPPED_COMBINATIONS, LexicalEvaluator
 
     shipped = evaluator_from_spec("combined:lexical-minilm")
     assert evaluator_spec(shipped) == "combined:lexical-minilm"
@@ -126,11 +126,11 @@ def test_the_shipped_combination_loads_by_name_and_takes_local_members(tiny_bert
     assert isinstance(shipped.members[0], LexicalEvaluator) and all(w > 0 for w in shipped.weights)
     assert shipped.thresholds == (0.0, -0.8)  # probability 0.5 and 0.1, not the fitting set's Eq. 2 choice
     local = load_combination(SHIPPED_COMBINATIONS / "lexical-minilm.json",
-                                   members=["lexical", f"embedding:{tiny_bert}"])
-    assert isinstance(local.members[1], EmbeddingEvaluator) and local.weights == shipped.weights
+                                   members=["lexical", f"cross-encoder:{tiny_bert}"])
+    assert isinstance(local.members[1], CrossEncoderEvaluator) and local.weights == shipped.weights
     save_combination(local, tmp_path / "mine.json")
     mine = evaluator_from_spec(evaluator_spec(local))
-    assert evaluator_spec(mine.members[1]) == f"embedding:{tiny_bert}"
+    assert evaluator_spec(mine.members[1]) == f"cross-encoder:{tiny_bert}"
     assert mine.score("capital of france", ["paris is the capital", "x"]) == pytest.approx(
         local.score("capital of france", ["paris is the capital", "x"]))
     with pytest.raises(ValueError, match="1 member specs given for 2"):

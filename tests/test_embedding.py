@@ -6,19 +6,20 @@ from crag_shared import Corrector, EmbeddingEvaluator, evaluator_from_spec, eval
 from crag_shared.evaluators import embedding_unit
 
 QUERY = "what is henry feilden occupation"
+MINILM = {"midpoint": 0.55, "spread": 0.25}  # a random tiny encoder has no scale of its own to find
 TEXTS = ["henry feilden was an english conservative party politician who sat for blackburn",
          "the eiffel tower stands in paris it was built in 1889 by gustave eiffel",
          "marie curie was a physicist and chemist who won the nobel prize twice", "paris"]
 
 
 def test_scores_are_batch_independent_and_in_range(tiny_bert):
-    evaluator = EmbeddingEvaluator(str(tiny_bert), batch_size=3)
+    evaluator = EmbeddingEvaluator(str(tiny_bert), batch_size=3, **MINILM)
     together = evaluator.score(QUERY, TEXTS)
     alone = [evaluator.score(QUERY, [text])[0] for text in TEXTS]
     assert together == pytest.approx(alone, abs=1e-5)
     assert all(-1.0 <= s <= 1.0 for s in together)
     cosines = evaluator.cosines(QUERY, TEXTS)
-    assert (evaluator.midpoint, evaluator.spread, evaluator.thresholds) == (0.55, 0.25, (0.61, 0.3))
+    assert (evaluator.scale(), evaluator.thresholds) == ((0.55, 0.25), (0.61, 0.3))
     assert together == pytest.approx([max(-1, min(1, (c - 0.55) / 0.25)) for c in cosines])
 
 
@@ -78,7 +79,7 @@ def test_spec_round_trip_and_clear_errors(tiny_bert, tmp_path):
 
 
 def test_a_corrector_runs_on_it(tiny_bert):
-    result = Corrector(EmbeddingEvaluator(str(tiny_bert), thresholds=(-1.0, -1.0))).correct(QUERY, TEXTS[:2])
+    result = Corrector(EmbeddingEvaluator(str(tiny_bert), thresholds=(-1.0, -1.0), **MINILM)).correct(QUERY, TEXTS[:2])
     assert result.action.value == "correct" and result.knowledge
 
 
@@ -147,14 +148,15 @@ def test_onnx_backend_matches_torch_and_loads_its_own_export(tiny_bert, tmp_path
     from crag_shared import OnnxEmbeddingEvaluator
     from crag_shared.tools.cli import main
 
-    torch_scores = EmbeddingEvaluator(str(tiny_bert)).score(QUERY, TEXTS)
-    fp32 = OnnxEmbeddingEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path / "fp32", batch_size=3)
+    torch_scores = EmbeddingEvaluator(str(tiny_bert), **MINILM).score(QUERY, TEXTS)
+    fp32 = OnnxEmbeddingEvaluator(str(tiny_bert), quantize=False, export_dir=tmp_path / "fp32", batch_size=3,
+                                  **MINILM)
     assert fp32.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=1e-4)
     assert fp32.score(QUERY, TEXTS) == pytest.approx([fp32.score(QUERY, [t])[0] for t in TEXTS], abs=1e-5)
 
     assert main(["export-onnx", str(tiny_bert), str(tmp_path / "int8"), "--embedding"]) == 0
     spec = f"onnx-embedding:{tmp_path / 'int8'}"
-    int8 = evaluator_from_spec(spec)
+    int8 = evaluator_from_spec(spec, **MINILM)
     assert isinstance(int8, OnnxEmbeddingEvaluator) and evaluator_spec(int8) == spec
     assert int8.score(QUERY, TEXTS) == pytest.approx(torch_scores, abs=0.1)
     # int8 activations are scaled per batch, so int8 embeds each text alone: exactly batch-independent
@@ -175,7 +177,7 @@ def test_each_distinct_text_is_embedded_once_while_cached():
         calls.append(list(texts))
         return [[float(len(t)), float(t.count("e")), 1.0] for t in texts]
 
-    evaluator = EmbeddingEvaluator(embed_texts=embed_texts, cache_size=3)
+    evaluator = EmbeddingEvaluator(embed_texts=embed_texts, cache_size=3, **MINILM)
     first = evaluator.score(QUERY, ["Paris is big. It is old.", "Paris is big."])
     assert sorted(calls[-1]) == ["It is old.", "Paris is big."]  # sentences, each once
     again = evaluator.score(QUERY, ["Paris is big."])

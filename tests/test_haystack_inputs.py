@@ -94,9 +94,13 @@ def test_wrong_embedders_are_refused_at_construction():
 def test_a_query_embedding_made_in_the_pipeline_is_reused():
     text_embedder = HashingTextEmbedder()
     pipeline = embedding_judged_pipeline(text_embedder)
+    pipeline.get_component("crag").corrector.evaluator.scale()  # found once, on crag's reference set
+    text_embedder.calls = 0
     out = pipeline.run({"text_embedder": {"text": CORRECT_Q}, "crag": {"query": CORRECT_Q, "documents": documents()}})
     assert text_embedder.calls == 1 and out["crag"]["action"] == "correct"  # the pipeline's only
     alone = CRAG(evaluator="embedding", text_embedder=text_embedder, document_embedder=HashingDocumentEmbedder())
+    alone.warm_up()
+    alone.corrector.evaluator.scale()
     text_embedder.calls = 0
     assert alone.run(query=CORRECT_Q, documents=documents())["scores"] == out["crag"]["scores"]
     assert text_embedder.calls == 1  # without one connected, the judge embeds the query once

@@ -53,14 +53,20 @@ def test_evaluator_output_of_the_wrong_shape_names_the_evaluator(make, error, wo
     assert words in str(caught.value)
 
 
-def test_nan_scores_take_the_fallback_evaluator_recorded():
-    result = Corrector(Returns(lambda t: Evaluation([math.nan] * len(t)))).correct(QUERY, [GOOD, OFF_TOPIC])
-    assert "2 of 2 scores were NaN" in result.fallbacks[0].reason
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_scores_that_are_not_finite_take_the_fallback_evaluator_recorded_and_logged(bad, caplog):
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        result = Corrector(Returns(lambda t: Evaluation([0.9, bad][:len(t)]))).correct(QUERY, [GOOD, OFF_TOPIC])
+    assert f"1 of 2 scores were not finite numbers (e.g. {bad:g})" in result.fallbacks[0].reason
     assert result.fallbacks[0].applied.startswith("scored with lexical")
-    assert result.action is Action.CORRECT and not any(math.isnan(s) for s in result.scores)
+    assert any("not finite" in record.getMessage() for record in caplog.records)
+    assert result.action is Action.CORRECT and all(math.isfinite(s) for s in result.scores)
+    assert [s.source_index for s in result.knowledge] == [0]  # the lexical judge's verdict, not +inf's
+    with pytest.raises(ValueError, match="not finite"):
+        Corrector(Returns(lambda t: Evaluation([bad] * len(t))), fallback_evaluator=None).correct(QUERY, [OFF_TOPIC])
 
 
-@pytest.mark.parametrize("bad", [math.inf, 5.0, -7.0])
+@pytest.mark.parametrize("bad", [5.0, -7.0])
 def test_scores_outside_the_range_are_clipped_and_recorded(bad):
     result = Corrector(Returns(lambda t: Evaluation([bad] * len(t)))).correct(QUERY, [GOOD])
     assert result.scores == [max(-1.0, min(1.0, bad))]

@@ -445,21 +445,97 @@ def test_serpapi_headers_sent_a_byte_at_a_time_end_by_the_timeout_and_free_the_w
     assert web.trickling == 0  # the connections were closed: the server stopped sending
 
 
-@pytest.mark.parametrize("provider", ["serpapi", "serper"])
-def test_hundreds_of_concurrent_searches_share_one_provider_within_their_timeout(provider):
+def _http_provider(web, name, **kwargs):
+    """Each provider that asks its engine over HTTP, pointed at the loopback web."""
+    if name in ("serpapi", "serper"):
+        return _provider(web, name, **kwargs)
+    if name == "tavily":
+        pytest.importorskip("tavily")
+    if name == "exa":
+        pytest.importorskip("exa_py")
+    from crag_shared.web.brave import BraveSearch
+    from crag_shared.web.exa import ExaSearch
+    from crag_shared.web.searxng import SearXNGSearch
+    from crag_shared.web.tavily import TavilySearch
+
+    make = {"brave": BraveSearch, "tavily": TavilySearch, "exa": ExaSearch}
+    if name == "searxng":
+        return SearXNGSearch(f"{web.url}/searxng", **kwargs)
+    return make[name](api_key=web.api_key, base_url=f"{web.url}/{name}", **kwargs)
+
+
+@pytest.mark.parametrize("provider,run", [
+    *((name, "async") for name in ("serper", "serpapi", "brave", "searxng", "tavily", "exa")),
+    ("serper", "threads"), ("serpapi", "threads")])
+def test_500_concurrent_searches_are_all_served_however_long_they_wait_their_turn(provider, run):
+    """50 ask the engine at a time, from one event loop or from 500 threads each with its own; the engine
+    answers each in 0.3 s, so the last turns come after 3 s, past the 2 s timeout: a search's timeout
+    counts from its turn, and every one is served."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from crag_shared.testing import FakeWeb
 
-    with FakeWeb(search_delay=0.5) as web:
+    queries = [f"q{i}" for i in range(500)]
+    with FakeWeb(search_delay=0.3) as web:
         web.add("feilden", "Henry Feilden", [TEXT])
-        search = _provider(web, provider, timeout=5.0, fetch_pages=False)
+        search = _http_provider(web, provider, timeout=2.0, fetch_pages=False, max_concurrent_searches=50)
 
         async def many() -> list:
-            return await asyncio.gather(*(search.asearch(f"q{i}") for i in range(300)), return_exceptions=True)
+            return await asyncio.gather(*(search.asearch(q) for q in queries), return_exceptions=True)
 
-        answers = asyncio.run(many())
+        def one(query):
+            try:
+                return search.search(query)
+            except WebSearchError as error:
+                return error
+
+        if run == "async":
+            answers = asyncio.run(many())
+        else:
+            with ThreadPoolExecutor(len(queries)) as threads:
+                answers = list(threads.map(one, queries))
+        assert search.turns().held == 0
     failed = [a for a in answers if isinstance(a, BaseException)]
-    assert not failed, f"{len(failed)} of 300 failed, e.g. {failed[0]}"
+    assert not failed, f"{len(failed)} of 500 failed, e.g. {failed[0]}"
     assert all(a.results[0].title == "Henry Feilden" for a in answers)
+
+
+async def test_turns_are_shared_by_threads_and_loops_in_order_and_a_cancelled_waiter_passes_its_turn_on():
+    from crag_shared.web.turns import Turns
+
+    turns, order = Turns(2), []
+
+    async def hold(name):
+        async with turns:
+            order.append((name, turns.held))
+
+    async def queued(count):
+        while len(turns._waiting) < count:
+            await asyncio.sleep(0.001)
+
+    await turns.__aenter__()
+    await turns.__aenter__()  # both turns held
+    cancelled = asyncio.create_task(hold("cancelled"))
+    await queued(1)
+    other_loop = threading.Thread(target=lambda: asyncio.run(hold("thread")))
+    other_loop.start()
+    await queued(2)
+    last = asyncio.create_task(hold("last"))
+    await queued(3)
+    turns.release()  # the first waiter's turn is on its way...
+    cancelled.cancel()  # ...as it is cancelled: the turn passes on to the thread's loop
+    await asyncio.to_thread(other_loop.join)
+    await last
+    assert order == [("thread", 2), ("last", 2)] and cancelled.cancelled()
+    await turns.__aenter__()  # both turns held again
+    waiting = asyncio.create_task(hold("never"))
+    await queued(1)
+    waiting.cancel()  # cancelled while waiting: it leaves the queue
+    await asyncio.gather(waiting, return_exceptions=True)
+    assert not turns._waiting and turns.held == 2
+    turns.release()
+    turns.release()
+    assert turns.held == 0 and len(order) == 2
 
 
 @pytest.mark.parametrize("charset", ["punycode", "idna", "unicode_escape"])

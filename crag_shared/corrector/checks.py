@@ -1,7 +1,7 @@
 """Where plug-ins and callers meet the walk: their inputs and outputs checked, with errors that name them.
 
 Wrong types and shapes are programming errors (raised, naming the argument or the plug-in); a runtime
-fault (NaN scores) becomes a `Failed` step and takes the documented fallback.
+fault (a NaN or infinite score) becomes a `Failed` step and takes the documented fallback.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import math
 import numbers
 from collections.abc import Iterable
 
-from ..evaluators.base import Evaluation, RetrievalEvaluator, clip
+from ..evaluators.base import Evaluation, RetrievalEvaluator
 from ..evaluators.spec import describe
+from ..scores import clip
 from ..types import Passage, Trace, WebResult, WebSearchResponse
 from ..web.base import WebSearch
 from .protocol import Failed
@@ -21,9 +22,10 @@ def checked_scores(evaluator: RetrievalEvaluator, answer: object, expected: int,
                     ) -> Evaluation | Failed:
     """An evaluator's output where it enters the walk.
 
-    Wrong shapes and types are the plug-in's bug: a clear error naming it. NaN is a runtime fault (a
-    model that overflowed): the evaluator counts as failed, so the fallback evaluator scores, recorded.
-    Scores outside [-1, 1] are clipped, and the clipping is recorded as a fallback."""
+    Wrong shapes and types are the plug-in's bug: a clear error naming it. A NaN or infinite score is a
+    runtime fault (a model that overflowed): the evaluator counts as failed, so the fallback evaluator
+    scores, recorded and logged. Finite scores outside [-1, 1] are clipped, and the clipping is recorded
+    as a fallback."""
     name = describe(evaluator)
     if not isinstance(answer, Evaluation):
         raise TypeError(f"evaluator {name} returned {type(answer).__name__} from evaluate(); expected an Evaluation")
@@ -34,9 +36,10 @@ def checked_scores(evaluator: RetrievalEvaluator, answer: object, expected: int,
     for i, score in enumerate(scores):
         if isinstance(score, bool) or not isinstance(score, numbers.Real):
             raise TypeError(f"evaluator {name} returned a {type(score).__name__} score at {i}; expected a number")
-    nans = sum(1 for score in scores if math.isnan(score))
-    if nans:
-        return Failed(ValueError(f"{nans} of {expected} scores were NaN"))
+    broken = [float(score) for score in scores if not math.isfinite(score)]
+    if broken:
+        return Failed(ValueError(f"{len(broken)} of {expected} scores were not finite numbers "
+                                 f"(e.g. {broken[0]:g}): a model that overflowed"))
     outside = [float(score) for score in scores if not -1.0 <= score <= 1.0]
     if outside:
         trace.fallback("evaluate", f"{name} returned {len(outside)} score(s) outside [-1, 1] "

@@ -115,10 +115,5 @@ def _checked(texts: Sequence[str]) -> list[str]:
     return texts
 
 
-def clip(value: float) -> float:
-    """`value` clipped to [-1, 1]."""
-    return max(-1.0, min(1.0, float(value)))
-
-
 #: Constructor parameters that a spec carries itself (its target) or the adapter passes again.
 _SPEC_CARRIED = frozenset({"self", "model", "llm", "members", "weights", "bias"})  # combined: in its file

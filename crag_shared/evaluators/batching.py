@@ -14,10 +14,12 @@ batch a text's score would move with its neighbours.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..scores import clip
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
@@ -222,8 +224,12 @@ class BatchedPairEvaluator(RetrievalEvaluator):
         scores = [[0.0] * len(texts) for _, texts in requests]
         for batch in self._batches([len(ids) for ids in encoded["input_ids"]]):
             rows = batch + batch[-1:] * (self._rows(len(batch)) - len(batch))  # repeated rows are dropped
-            values = self._to_scores(self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()}))
-            for i, value in zip(batch, values.tolist()):
+            logits = self._batch_logits({k: [v[i] for i in rows] for k, v in encoded.items()})
+            values = self._to_scores(logits).tolist()
+            # a row with an overflowed logit has no score, whatever the map makes of it (tanh(inf / 2) is 1.0)
+            finite = [all(map(math.isfinite, row)) for row in logits.reshape(len(logits), -1).tolist()]
+            for i, value, usable in zip(batch, values, finite):
                 r, j = owners[i]
-                scores[r][j] = max(-1.0, min(1.0, float(value)))
+                scores[r][j] = clip(value) if usable else math.nan
         return [Evaluation(row) for row in scores]
+

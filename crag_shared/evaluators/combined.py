@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..scores import clip
 from .base import Evaluation, RetrievalEvaluator
 
 
@@ -52,6 +53,6 @@ class CombinedEvaluator(RetrievalEvaluator):
         return Evaluation([self.combine([c.scores[i] for c in columns]) for i in range(len(texts))], notes)
 
     def combine(self, member_scores: Sequence[float]) -> float:
-        """One pair's score from its members' scores: 2·σ(bias + Σ wᵢ·sᵢ) − 1."""
-        z = self.bias + sum(w * s for w, s in zip(self.weights, member_scores))
-        return 2.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))) - 1.0
+        """One pair's score from its members' scores: 2·σ(bias + Σ wᵢ·sᵢ) − 1 (NaN where a member's is)."""
+        z = clip(self.bias + sum(w * s for w, s in zip(self.weights, member_scores)), -60.0, 60.0)
+        return 2.0 / (1.0 + math.exp(-z)) - 1.0

@@ -16,12 +16,14 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ..scores import clip
 from ..text.analysis import check_language
 from ..text.detection import resolve
 from ..text.measure import QuestionWords
 from ..text.sentences import sentence_spans
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
+from .embedding_scale import Landmarks, carried, found_once, measure, reference, reference_passages
 from .hf import pick_device, require_torch
 from .pooling import mean_pooled
 
@@ -29,9 +31,10 @@ from .pooling import mean_pooled
 Embed = Callable[[list[str]], list[list[float]]]
 
 
-#: Per unit: (midpoint, spread, default thresholds). The midpoint sits between the median cosines of relevant
-#: and irrelevant pairs of all-MiniLM-L6-v2 on qa_pairs train; the thresholds are Eq. 2's with near misses as
-#: negative queries, on the tune halves of `crag-bench near-miss` (docs: Benchmarks).
+#: Per unit: (midpoint, spread, default thresholds) of all-MiniLM-L6-v2. The midpoint sits between the median
+#: cosines of relevant and irrelevant pairs on qa_pairs train; the thresholds are Eq. 2's with near misses as
+#: negative queries, on the tune halves of `crag-bench near-miss` (docs: Benchmarks). Another model gets
+#: this mapping carried onto its own scale (`embedding_scale`); the thresholds stay.
 UNIT_DEFAULTS: dict[str, tuple[float, float, tuple[float, float]]] = {
     "matched": (0.55, 0.25, (0.61, 0.3)),
     "sentence": (0.55, 0.25, (0.61, 0.3)),
@@ -72,7 +75,11 @@ class EmbeddingEvaluator(RetrievalEvaluator):
     - `"sentence"` (`embedding-sentence:PATH`): every distinct sentence, the best of all;
     - `"passage"` (`embedding-passage:PATH`): the whole passage, one embedding.
     Each text is embedded alone (padding is masked), so a score never depends on the other texts.
-    The default mappings suit all-MiniLM-L6-v2-like encoders; fit your own with `crag calibrate`.
+
+    The mapping fits the model that embeds: left as None, `midpoint` and `spread` are found at first use
+    on crag's reference set (`embedding_scale`), once per process and model (`model_key` names a
+    framework's model; a path names itself): the model embeds every reference passage's sentences in one
+    call and each of its few dozen questions once. Give both to skip it (what `crag calibrate` fits, say).
     """
 
     spec_prefix = "embedding"
@@ -81,17 +88,21 @@ class EmbeddingEvaluator(RetrievalEvaluator):
                  embed_texts: Embed | None = None, unit: Unit = "matched", midpoint: float | None = None,
                  spread: float | None = None, max_length: int = 256, batch_size: int = 32,
                  device: str | None = None, thresholds: tuple[float, float] | None = None,
-                 local_files_only: bool = False, language: str = "en", cache_size: int = 4096) -> None:
+                 local_files_only: bool = False, language: str = "en", cache_size: int = 4096,
+                 model_key: str | None = None) -> None:
         if (model is None) == (embed_texts is None):
             raise ValueError("EmbeddingEvaluator needs either model=PATH or embed_texts=function")
         if unit not in UNIT_DEFAULTS:
             raise ValueError(f"unit must be one of {', '.join(map(repr, UNIT_DEFAULTS))}, got {unit!r}")
-        default_midpoint, default_spread, self._unit_thresholds = UNIT_DEFAULTS[unit]
-        self.midpoint = default_midpoint if midpoint is None else midpoint
-        self.spread = default_spread if spread is None else spread
-        if not self.spread > 0:
-            raise ValueError(f"spread must be positive, got {self.spread}")
+        self._unit_thresholds = UNIT_DEFAULTS[unit][2]
+        if spread is not None and not spread > 0:
+            raise ValueError(f"spread must be positive, got {spread}")
+        self.midpoint = midpoint
+        self.spread = spread
+        self._scale = (midpoint, spread) if midpoint is not None and spread is not None else None
         self.model_name = None if model is None else str(model)
+        # where found scales are shared: the model (not saved as a setting: the adapter passes it again)
+        self._scale_key = model_key or (f"{type(self).__name__}:{model}:{max_length}" if model else None)
         self.unit = unit
         self.language = check_language(language)
         self.max_length = max_length
@@ -115,9 +126,11 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         return self._thresholds or self._unit_thresholds
 
     def warm_up(self) -> None:
-        """Load the encoder (a framework's embedding model needs nothing)."""
+        """Load the encoder and find its scale; a framework's model needs nothing here (its scale is found at
+        first use, where a failing call is a runtime fault and takes the fallback)."""
         if self.model_name is not None:
             load_once(self)
+            self.scale()
 
     def _load(self) -> None:
         _, transformers = require_torch()
@@ -181,7 +194,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             for i, vector in zip(order, self._embed_texts([texts[i] for i in order])):
                 placed[i] = _normalised(vector)
             return placed
-        self.warm_up()
+        load_once(self)  # the model alone: finding the scale embeds through here
         vectors: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), self.batch_size):
             index = order[start:start + self.batch_size]
@@ -213,6 +226,30 @@ class EmbeddingEvaluator(RetrievalEvaluator):
             self._remember(query, known)
         return known
 
+    def scale(self) -> tuple[float, float]:
+        """(midpoint, spread) in effect: those given, the rest found for this model at first use."""
+        if self._scale is None:
+            with self._lock:
+                if self._scale is None:
+                    key = (self._scale_key, self.unit) if self._scale_key else None
+                    midpoint, spread = found_once(key, self._found_scale)
+                    self._scale = (midpoint if self.midpoint is None else self.midpoint,
+                                   spread if self.spread is None else self.spread)
+        return self._scale
+
+    def landmarks(self) -> Landmarks:
+        """This model's landmarks on crag's reference set (`embedding_scale.measure`), its sentences (or
+        passages) embedded in one call first."""
+        passages = reference_passages()
+        language = resolve(self.language, reference()["pairs"][0]["question"])
+        units = passages if self.unit == "passage" else [p for group in _sentences(language, passages) for p in group]
+        self.encode(list(dict.fromkeys(units)))
+        return measure(self.cosines)
+
+    def _found_scale(self) -> tuple[float, float]:
+        midpoint, spread, _ = UNIT_DEFAULTS[self.unit]
+        return carried(self.unit, midpoint, spread, self.landmarks())
+
     def cosines(self, query: str, texts: Sequence[str]) -> list[float]:
         """Each text's cosine with the query: its best (matched) sentence's, or its own (unit "passage")."""
         if not texts:
@@ -220,7 +257,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         if self.unit == "passage":
             return self._similarities(query, texts)
         language = resolve(self.language, query)
-        pieces = [[text[a:b] for a, b in sentence_spans(language, text)] or [text] for text in texts]
+        pieces = _sentences(language, texts)
         if self.unit == "matched":
             question = QuestionWords(query, language)
             pieces = [sorted(group, key=question.score, reverse=True)[:MATCHED_SENTENCES] for group in pieces]
@@ -239,12 +276,20 @@ class EmbeddingEvaluator(RetrievalEvaluator):
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""
-        return Evaluation([max(-1.0, min(1.0, (c - self.midpoint) / self.spread)) for c in self.cosines(query, texts)])
+        if not texts:
+            return Evaluation([])
+        midpoint, spread = self.scale()
+        return Evaluation([clip((c - midpoint) / spread) for c in self.cosines(query, texts)])
 
 
 #: Query vectors a caller handed in for its own request: (evaluator id, query) -> unit vector.
 _REQUEST_VECTORS: ContextVar[Mapping[tuple[int, str], list[float]]] = ContextVar(
     "crag_request_query_vectors", default=MappingProxyType({}))
+
+
+def _sentences(language: str, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's sentences (the text itself where it has none)."""
+    return [[text[a:b] for a, b in sentence_spans(language, text)] or [text] for text in texts]
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:

@@ -34,6 +34,8 @@ class OnnxEmbeddingEvaluator(EmbeddingEvaluator):
         if kwargs.get("device") not in (None, "cpu", "auto"):
             raise ValueError("the ONNX backend runs on the CPU; drop device or use EmbeddingEvaluator")
         super().__init__(model, batch_size=batch_size, **kwargs)
+        if "model_key" not in kwargs:  # int8 moves cosines a little: its scale is its own
+            self._scale_key = f"{self._scale_key}:{'int8' if quantize else 'fp32'}"
         self.quantize = quantize
         self.export_dir = Path(export_dir) if export_dir else None
         self.num_threads = num_threads

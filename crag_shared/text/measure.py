@@ -22,6 +22,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 
+from ..scores import clip
 from .analysis import CJK_LANGUAGES, analyzer
 from .words import char_bigrams, compound_grams
 
@@ -144,7 +145,7 @@ class QuestionWords:
         first = next(i for i, term in enumerate(tokens) if term in found)
         focus = 1.0 / (1.0 + first / FOCUS_DECAY)
         combined = COVERAGE_WEIGHT * coverage + PHRASE_WEIGHT * phrase + FOCUS_WEIGHT * focus
-        return max(-1.0, min(1.0, 2.0 * combined / PARTS_TOTAL - 1.0))
+        return clip(2.0 * combined / PARTS_TOTAL - 1.0)
 
 
 def _weights(content: list[str | None], capital: list[bool], stop: list[bool]) -> dict[str, float]:

@@ -70,8 +70,7 @@ class ExaSearch(HttpxSearch):
         exa = self._exa()
         failure = None
         try:
-            async with self.gate():
-                answer = await asyncio.wait_for(exa.search(self.engine_query(query), **self.params), self.timeout)
+            answer = await asyncio.wait_for(exa.search(self.engine_query(query), **self.params), self.timeout)
         except WebSearchError:
             raise
         except (asyncio.TimeoutError, httpx.TimeoutException):

@@ -84,11 +84,12 @@ class HttpxSearch(FetchingSearch):
 
     Subclasses build the request in `aorganic_results` and call `answer()`; `api_key` (optional) is
     scrubbed from every message. One client per event loop serves every call on it (an httpx client
-    belongs to one loop), entered by at most `max_concurrent_searches` calls at a time: httpcore's pool
-    scans its whole queue on every release, so hundreds of calls queued there cost time growing with their
-    square. The client's transport is a `BoundedTransport`: every answer arrives decoded within
-    `MAX_ANSWER_BYTES`, also for an official client that reads whole bodies. A client made for a `search()`
-    from sync code is closed with the loop that call ran on.
+    belongs to one loop), with as many connections as searches take turns (`max_concurrent_searches`):
+    the turns keep the waiting out of httpcore's pool, which scans its whole queue on every release, so
+    hundreds of calls queued there would cost time growing with their square. The client's transport is a
+    `BoundedTransport`: every answer arrives decoded within `MAX_ANSWER_BYTES`, also for an official client
+    that reads whole bodies. A client made for a `search()` from sync code is closed with the loop that call
+    ran on.
     `transport` is the httpx seam for tests.
     """
 
@@ -101,14 +102,6 @@ class HttpxSearch(FetchingSearch):
     def scrub(self, text: str) -> str:
         """`text` without the key in any form."""
         return self._api_key.scrub(text) if self._api_key else text
-
-    def gate(self) -> asyncio.Semaphore:
-        """The running loop's gate: at most `max_concurrent_searches` calls at a time."""
-        gates = self.shared("gates", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore])
-        loop = asyncio.get_running_loop()
-        if loop not in gates:
-            gates[loop] = asyncio.Semaphore(self.max_concurrent_searches)
-        return gates[loop]
 
     def _client(self) -> httpx.AsyncClient:
         clients = self.shared("clients", weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient])
@@ -123,8 +116,7 @@ class HttpxSearch(FetchingSearch):
         return clients[loop]
 
     async def _read(self, method: str, url: str, **request: Any) -> Answer:
-        async with self.gate():
-            response = await self._client().request(method, url, **request)
+        response = await self._client().request(method, url, **request)
         return Answer(response.status_code, response.headers, response.text)
 
     async def answer(self, method: str, url: str, **request: Any) -> Answer:

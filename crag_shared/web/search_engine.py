@@ -17,6 +17,7 @@ from ..types import WebIssue, WebResult, WebSearchResponse
 from .base import MAX_PAGE_CHARS, MAX_PARAGRAPH_CHARS, MAX_TITLE_CHARS, WebSearchError, check_search, one_line
 from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
 from .fetch import FetchedPage, PageFetcher
+from .turns import Turns
 
 T = TypeVar("T")
 
@@ -88,7 +89,9 @@ class FetchingSearch(ABC):
     - With `use_provider_content=True` a result whose `content` has at least `min_content_chars`
       characters is split into paragraphs as it is, and its page is not fetched.
     - Calls share what a provider builds once (its HTTP client, its worker threads): up to
-      `max_concurrent_searches` searches run at once, the rest wait their turn within their own timeout.
+      `max_concurrent_searches` searches ask the engine at once, from every thread and event loop of the
+      process together; the rest wait their turn, first come first served (`Turns`). `timeout` counts from
+      a search's turn: a search never fails for having waited behind others.
     """
 
     #: how errors name the engine
@@ -132,6 +135,10 @@ class FetchingSearch(ABC):
                 self._shared[name] = build()
             return self._shared[name]
 
+    def turns(self) -> Turns:
+        """The turns this provider's searches take to ask the engine (`max_concurrent_searches` at a time)."""
+        return self.shared("turns", lambda: Turns(self.max_concurrent_searches))
+
     async def in_workers(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` on this provider's worker threads (`max_concurrent_searches` of them), not the loop's
         default executor: hundreds of concurrent searches would queue there behind a handful of threads."""
@@ -158,12 +165,13 @@ class FetchingSearch(ABC):
     async def asearch(self, query: str, top_k: int = 5) -> WebSearchResponse:
         """Async `search`."""
         check_search(query, top_k)
-        started = time.monotonic()
-        try:
-            organic = await asyncio.wait_for(self.aorganic_results(query), self.timeout)
-        except asyncio.TimeoutError:
-            raise WebSearchError(f"{self.engine_name} timed out: no complete answer within {self.timeout:g} s "
-                                 f"(gave up after {time.monotonic() - started:.1f} s)") from None
+        async with self.turns():
+            started = time.monotonic()
+            try:
+                organic = await asyncio.wait_for(self.aorganic_results(query), self.timeout)
+            except asyncio.TimeoutError:
+                raise WebSearchError(f"{self.engine_name} timed out: no complete answer within {self.timeout:g} s "
+                                     f"(gave up after {time.monotonic() - started:.1f} s)") from None
         usable, skipped = clean_results(organic)
         chosen = prefer_wikipedia(usable, self.mode)[:top_k]
         issues: list[WebIssue] = []
