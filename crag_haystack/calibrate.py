@@ -28,7 +28,7 @@ def _retrieve(source: Any, retriever: str | None, inputs: Callable[[str], dict[s
 
 
 def calibrate(source: Any, qa: Iterable[object] | str | Path, *, retriever: str | None = None,
-              inputs: Callable[[str], dict[str, Any]] | None = None, evaluator: str | RetrievalEvaluator = "lexical",
+              inputs: Callable[[str], dict[str, Any]] | None = None, evaluator: str | RetrievalEvaluator = "default",
               crag: CRAG | None = None, out: str | Path | None = None, alpha: float = 1.0, steps: int = 201,
               near_miss_budget: float | None = None, progress: bool = True) -> QACalibration:
     """Fit CRAG's two thresholds on your own retriever from question–answer pairs (no relevance labels).

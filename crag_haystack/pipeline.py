@@ -33,7 +33,7 @@ DEFAULT_TEMPLATE = [ChatMessage.from_user(
 def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | None = None,
                         rewriter_generator: Any | None = None, judge_generator: Any | None = None,
                         template: list[ChatMessage] | None = None,
-                        evaluator: str = "lexical", upper: float | None = None, lower: float | None = None,
+                        evaluator: str = "default", upper: float | None = None, lower: float | None = None,
                         thresholds_path: str | None = None, refine_mode: RefineMode = "excerption",
                         strip_top_k: int = 5, strip_threshold: float = -0.5, score_titles: bool = False,
                         on_web_failure: OnWebFailure = "drop", ambiguous: AmbiguousMode = "drop",

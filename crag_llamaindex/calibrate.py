@@ -26,7 +26,7 @@ def _retriever(source: Any, similarity_top_k: int) -> BaseRetriever:
                     f"{type(source).__name__}")
 
 
-def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str | RetrievalEvaluator = "lexical",
+def calibrate(source: Any, qa: Iterable[object] | str | Path, *, evaluator: str | RetrievalEvaluator = "default",
               crag: CRAGPostprocessor | None = None, out: str | Path | None = None, similarity_top_k: int = 10,
               alpha: float = 1.0, steps: int = 201, near_miss_budget: float | None = None,
               progress: bool = True) -> QACalibration:

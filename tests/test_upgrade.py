@@ -14,7 +14,7 @@ from crag_shared.tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = ["pyproject.toml", "crag_shared/pyproject.toml", "crag_llamaindex/pyproject.toml",
-            "crag_haystack/pyproject.toml"]
+            "crag_haystack/pyproject.toml", "crag_reader/pyproject.toml"]
 QUESTION = "Who designed the Sydney Opera House?"
 PASSAGES = ["The Sydney Opera House was designed by Jørn Utzon.", "Bees live in hives."]
 
@@ -35,6 +35,8 @@ def test_every_distribution_has_the_one_version_the_changelog_released():
         listed = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
         pins = [d for d in listed if d.startswith("crag-shared")]
         assert pins and all(d.endswith(f"=={version}") for d in pins), pins
+    core = tomllib.loads((ROOT / "crag_shared" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert f"crag-reader=={version}" in core["optional-dependencies"]["reader"]
 
 
 def test_the_changelog_names_the_renamed_calls_and_their_replacements():

@@ -57,7 +57,7 @@ class CRAG(Lifecycle):
     __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
-                 chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "lexical",
+                 chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "default",
                  evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: RefineMode = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
@@ -73,7 +73,9 @@ class CRAG(Lifecycle):
             outputs: wrapped in `ComponentWebSearch`), or any crag_shared provider; searched only for
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
-        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (the reader,
+            crag's trained answerability judge, for English when `crag-shared[reader]` is installed, as this
+            package installs it; else lexical), "reader", "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...; or a
             ready crag evaluator, saved as its spec and settings.
         :param evaluator_options: the evaluator's constructor settings as plain values, e.g.

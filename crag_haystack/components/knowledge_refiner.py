@@ -34,7 +34,7 @@ class KnowledgeRefiner(Lifecycle):
 
     __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
-    def __init__(self, evaluator: str | RetrievalEvaluator = "lexical",
+    def __init__(self, evaluator: str | RetrievalEvaluator = "default",
                  refine_mode: RefineMode = "excerption", strip_top_k: int = 5,
                  strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,

@@ -57,7 +57,7 @@ class RetrievalRouter(Lifecycle):
     Usage:
 
     ```python
-    router = RetrievalRouter(evaluator="lexical")
+    router = RetrievalRouter()  # the default judge: the reader, for English
     out = router.run(query="When did the Golden Gate Bridge open?", documents=retrieved)
     out["action"], out.get("correct"), out["scores"]        # only the chosen action's output is emitted
     ```
@@ -65,14 +65,16 @@ class RetrievalRouter(Lifecycle):
 
     __module__ = ROUTERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
-    def __init__(self, evaluator: str | RetrievalEvaluator = "lexical", upper: float | None = None,
+    def __init__(self, evaluator: str | RetrievalEvaluator = "default", upper: float | None = None,
                  lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: OnWebFailure = "drop",
                  ambiguous: AmbiguousMode = "drop", evaluator_options: dict[str, Any] | None = None,
                  device: ComponentDevice | None = None, language: str = "en") -> None:
         """
-        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "lexical",
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (the reader,
+            crag's trained answerability judge, for English when `crag-shared[reader]` is installed, as this
+            package installs it; else lexical), "reader", "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
             Components naming the same model share one loaded instance. Or a ready crag evaluator, saved as
             its spec and settings.

@@ -125,7 +125,7 @@ def _run_command(commands: Any) -> None:
     batch = commands.add_parser("run", help="CRAG over a data set (JSONL in, JSONL out), resumable")
     batch.add_argument("--data", required=True, help="PopQA/CRAG records (question + ctxs) or labelled pairs")
     batch.add_argument("--out", required=True, help="JSONL results; rerunning skips the ids already in it")
-    batch.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    batch.add_argument("--evaluator", default="default", help=EVALUATOR_HELP)
     batch.add_argument("--upper", type=number(float, minimum=-1, maximum=1))
     batch.add_argument("--lower", type=number(float, minimum=-1, maximum=1))
     batch.add_argument("--thresholds", help="thresholds JSON from crag calibrate (wins over --upper/--lower)")
@@ -171,7 +171,7 @@ def _calibrate_command(commands: Any) -> None:
                           "passing on at most this share of the near misses (e.g. 0.2)")
     cal.add_argument("--records", help="also write one JSON line per query fitted on (scores, labels): the input of "
                                        "crag report's trade-off curve")
-    cal.add_argument("--evaluator", default="lexical", help=EVALUATOR_HELP)
+    cal.add_argument("--evaluator", default="default", help=EVALUATOR_HELP)
     cal.add_argument("--alpha", type=NON_NEGATIVE, default=1.0, help="false-positive penalty of Eq. 2")
     cal.add_argument("--split", help="only pairs whose split column has this value (e.g. eval)")
     cal.add_argument("--steps", type=number(int, minimum=2, maximum=MAX_STEPS), default=201,
