@@ -119,8 +119,8 @@ def test_nan_scores_are_refused_naming_how_many():
         fit_thresholds([[0.5, 0.1], [0.2, math.nan]], [[True, False], [False, False]])
     with pytest.raises(ValueError, match=r"1 of 2 scores are NaN \(the first in query 0\)"):
         equation_2([math.nan, 0.3], [True, False], 0.5, 0.0)
-    with pytest.raises(ValueError, match="OverflowingEvaluator failed on 'who built the eiffel tower': 1 of 2 "
-                                         "scores were NaN"):
+    with pytest.raises(ValueError, match=r"OverflowingEvaluator failed on 'who built the eiffel tower': 1 of 2 "
+                                         r"scores were not finite numbers \(e\.g\. nan\)"):
         fit_combination([LexicalEvaluator(), OverflowingEvaluator()], PAIRS, progress=False)
     with pytest.raises(ValueError, match="query 0 has 1 scores for 2 labels"):
         fit_thresholds([[0.5]], [[True, False]])

@@ -19,6 +19,7 @@ def test_demo_uses_replayed_web_search_and_runs_as_module():
     corrector = build_corrector()
     result = corrector.correct(QUESTIONS[2], retrieve(QUESTIONS[2], corpus()))
     assert type(corrector.web_search).__name__ == "ReplaySearch"
+    assert type(corrector.evaluator).__name__ == "LexicalEvaluator"  # model-free, whatever the default judge is
     assert any("Ulaanbaatar" in s.text for s in result.external)
     run = subprocess.run([sys.executable, "-m", "crag_shared", "demo"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -22,9 +22,12 @@ from crag_llamaindex.testing import FixedRetriever, RuleLLM
 from crag_shared import Corrector, CRAGConfig, FunctionSearch
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, UNVERIFIED_NOTE, unverified_mark
 
-NEAR = "Who wrote Middlemarch?"  # Ambiguous with the lexical judge: nothing scores the upper threshold
+# Ambiguous with the lexical judge: both passages are about the novel but name no author (-0.12 each, "holds no
+# person"), so neither scores the upper threshold and neither falls below the lower
+NEAR = "Who wrote Middlemarch?"
 CORRECT = "When did the Golden Gate Bridge open?"
-PASSAGES = {NEAR: ["Middlemarch is a novel by George Eliot.", "George Eliot also wrote Silas Marner."],
+PASSAGES = {NEAR: ["Middlemarch is a novel set in a fictional town.",
+                   "Middlemarch was published in eight instalments in 1871 and 1872."],
             CORRECT: ["The Golden Gate Bridge opened in 1937."]}
 
 
@@ -61,7 +64,7 @@ def test_the_llamaindex_engine_hands_the_llm_the_mark_and_the_instruction():
     engine = CRAGQueryEngine(nodes_by_question(), llm=llm, ambiguous="guard")
     response = engine.query(NEAR)
     [prompt] = llm.prompts
-    assert f"unverified: {UNVERIFIED_NOTE}" in prompt and "Middlemarch is a novel by George Eliot." in prompt
+    assert f"unverified: {UNVERIFIED_NOTE}" in prompt and PASSAGES[NEAR][0] in prompt
     assert response.metadata["crag"]["strips"][0]["unverified"]
     llm.prompts.clear()
     engine.query(CORRECT)
@@ -104,7 +107,7 @@ def test_the_haystack_pipeline_hands_the_generator_the_mark_and_the_instruction(
     pipeline = build_crag_pipeline(documents_by_question(), generator, ambiguous="guard")
     ran = pipeline.run({"query": NEAR}, include_outputs_from={"gate"})
     [prompt] = generator.prompts
-    assert f"- {unverified_mark()} Middlemarch is a novel by George Eliot." in prompt
+    assert f"- {unverified_mark()} {PASSAGES[NEAR][0]}" in prompt
     assert all(d.meta["unverified"] == UNVERIFIED_NOTE for d in ran["gate"]["documents"])
     pipeline.run({"query": CORRECT})
     assert "1937" in generator.prompts[-1] and "unverified" not in generator.prompts[-1]

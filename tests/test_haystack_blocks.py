@@ -140,7 +140,8 @@ TUNGSTEN = ("Tungsten, or wolfram, is a chemical element; it has symbol W and at
             "Tungsten has the highest melting point of all known elements, 3422 degrees Celsius.")
 MERCURY = ("Mercury is a chemical element; it has symbol Hg and atomic number 80. It is the only metallic element "
            "that is liquid at standard temperature and pressure.")
-MERCURY_Q = "What is the atomic number of mercury?"
+#: names the element: the tungsten page, which states an atomic number, lacks it (a distinguishing term missing)
+MERCURY_Q = "What is the atomic number of the chemical element Mercury?"
 
 
 def _replay(tmp_path, *pages) -> str:

@@ -108,7 +108,7 @@ def test_every_entry_point_shows_the_same_card_in_a_notebook():
     texts = [p.text for p in retrieve(question, corpus())] + ["<img src=x onerror=alert(1)> Golden Gate Bridge 1937"]
     core = Corrector().correct(question, texts)
     card = core._repr_html_()
-    assert "CRAG: correct" in card and "upper +0.32" in card and "<img" not in card and "&lt;img" in card
+    assert "CRAG: correct" in card and "upper +0.00" in card and "<img" not in card and "&lt;img" in card
     nodes = [NodeWithScore(node=TextNode(text=t), score=1.0) for t in texts]
     response = CRAGQueryEngine(FixedRetriever({question: nodes}), llm=RuleLLM()).query(question)
     report = CRAG().run(query=question, documents=[Document(content=t) for t in texts])["crag"]

@@ -57,7 +57,7 @@ def test_calibrate_cli_writes_loadable_json_and_png(tmp_path):
     assert main(["calibrate", "--data", str(data), "--out", str(out), "--plot", str(png), "--steps", "41"]) == 0
     policy = ActionPolicy.load(out)
     assert -1 <= policy.lower <= policy.upper <= 1
-    assert json.loads(out.read_text())["evaluator"] == "lexical"
+    assert json.loads(out.read_text())["evaluator"] == "default"  # the CLI's default spec, recorded as given
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 

@@ -38,8 +38,9 @@ def recorded_web_path() -> Path:
 
 
 def build_corrector() -> Corrector:
-    """The demo's Corrector: the lexical evaluator and the recorded web pages (nothing leaves the machine)."""
-    return Corrector(web_search=ReplaySearch(recorded_web_path()))
+    """The demo's Corrector: the model-free lexical evaluator, named rather than the default judge (a trained
+    reader where one is installed), and the recorded web pages (nothing leaves the machine)."""
+    return Corrector(evaluator=LexicalEvaluator(), web_search=ReplaySearch(recorded_web_path()))
 
 
 def show(result: CorrectionResult, out: TextIO) -> None:
