@@ -8,9 +8,9 @@ import math
 import pytest
 
 from crag_shared import Action, Corrector, CrossEncoderEvaluator, EmbeddingEvaluator, OnnxCrossEncoderEvaluator
-from crag_shared.scores import clip
 from crag_shared.evaluators.combined import CombinedEvaluator
 from crag_shared.evaluators.lexical import LexicalEvaluator
+from crag_shared.scores import clip
 
 QUERY = "what is the capital of france"
 OFF_TOPIC = "marie curie won the nobel prize twice"  # the lexical fallback judges it Incorrect

@@ -29,7 +29,7 @@ WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
 class Recipe:
     """The training settings of the shipped reader (`crag-bench train-reader` flags override them)."""
     layers: int = 6
-    steps: int = 2500
+    steps: int = 1000
     batch_size: int = 16
     lr: float = 5e-5
     head_lr: float = 1e-3
@@ -94,19 +94,28 @@ def export_reader(checkpoint: Path, target: Path) -> Path:
 
 
 def fit_export(export: Path, bench: Path, log: Any = print) -> tuple[float, float]:
-    """Fit the export's thresholds on the tune halves and write them into its config (`crag_thresholds`)."""
+    """Fit the export's thresholds on the tune halves and write them into its config (`crag_thresholds`), and
+    the default judge's blend with the lexical judge beside it (`reader-lexical.json`, which ships as
+    `crag_shared/combinations/reader-lexical.json` with these weights)."""
     import sys
 
     from crag_shared.evaluators import ReaderEvaluator
+    from crag_shared.evaluators.spec import combination_dict
 
-    from .fit import fit_thresholds, tune_sets
+    from ..judges import Remembered
+    from .fit import fit_blend, fit_thresholds, tune_sets
 
-    upper, lower, _ = fit_thresholds(ReaderEvaluator(export), tune_sets(bench), sys.stdout)
+    sets, reader = tune_sets(bench), Remembered(ReaderEvaluator(export))
+    upper, lower, _ = fit_thresholds(reader, sets, sys.stdout)
     config_path = export / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config["crag_thresholds"] = [upper, lower]
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     log(f"thresholds fitted on the tune halves: upper {upper:+.2f}, lower {lower:+.2f}")
+    combined = fit_blend(reader, sets, sys.stdout)
+    data = combination_dict(combined) | {"members": ["reader", "lexical"]}
+    (export.parent / "reader-lexical.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    log(f"the default judge's blend: {export.parent / 'reader-lexical.json'}")
     return upper, lower
 
 

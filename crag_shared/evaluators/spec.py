@@ -28,8 +28,10 @@ from .onnx_embedding import OnnxEmbeddingEvaluator
 from .reader import ReaderEvaluator
 from .t5 import T5Evaluator
 
-#: Combinations that ship with crag (`combined:NAME`): lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's
-#: cosine (unit "matched"), fitted on qa_pairs train. Its encoder is named by hub id; to use a local copy,
+#: Combinations that ship with crag (`combined:NAME`): reader-lexical, the judge "default" stands for in English
+#: (the reader blended with the lexical judge, fitted with the reader's weights on the judge sets' tune halves,
+#: answers first); lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's cosine (unit "matched"), fitted on
+#: qa_pairs train. Its encoder is named by hub id; to use a local copy,
 #: `save_combination(load_combination(SHIPPED_COMBINATIONS / "lexical-minilm.json", members=[...]), "mine.json")`.
 SHIPPED_COMBINATIONS = Path(__file__).resolve().parent.parent / "combinations"
 
@@ -63,13 +65,16 @@ def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvalu
 #: The environment setting that pins the judge "default" stands for, as a spec (e.g. "lexical" for a
 #: deployment that must not load a model, or a test suite written for the lexical judge).
 DEFAULT_ENV = "CRAG_DEFAULT_EVALUATOR"
+#: What "default" stands for in English when the reader is installed.
+DEFAULT_BLEND = "reader-lexical"
 _TOLD_NO_READER: list[bool] = []
 
 
 def default_evaluator(language: str = "en", **kwargs: Any) -> RetrievalEvaluator:
-    """The judge "default" stands for: the reader (crag's trained answerability judge) for English when its
-    distribution is installed (`crag-shared[reader]`, which both adapters install), else the lexical judge in
-    `language`; the spec in `CRAG_DEFAULT_EVALUATOR` when set. Which one was taken is in every trace."""
+    """The judge "default" stands for: in English, when the reader's distribution is installed
+    (`crag-shared[reader]`, which both adapters install), the reader blended with the lexical judge
+    (`combined:reader-lexical`); else the lexical judge in `language`; the spec in `CRAG_DEFAULT_EVALUATOR`
+    when set. Which one was taken is in every trace."""
     pinned = os.environ.get(DEFAULT_ENV, "").strip()
     if pinned:
         if EVALUATOR_SPECS.parse(pinned)[0].name == "default":
@@ -79,7 +84,7 @@ def default_evaluator(language: str = "en", **kwargs: Any) -> RetrievalEvaluator
         return evaluator_from_spec(pinned, **kwargs)
     if language == "en":
         try:
-            return ReaderEvaluator(**kwargs)
+            return _combination(DEFAULT_BLEND, **kwargs)
         except ImportError as error:
             if not _TOLD_NO_READER:
                 _TOLD_NO_READER.append(True)
