@@ -464,9 +464,11 @@ def _http_provider(web, name, **kwargs):
     return make[name](api_key=web.api_key, base_url=f"{web.url}/{name}", **kwargs)
 
 
+# one provider per way of running in the default suite; every provider under `pytest -m slow` (a load test)
 @pytest.mark.parametrize("provider,run", [
-    *((name, "async") for name in ("serper", "serpapi", "brave", "searxng", "tavily", "exa")),
-    ("serper", "threads"), ("serpapi", "threads")])
+    ("serper", "async"), ("serpapi", "threads"),
+    *(pytest.param(name, "async", marks=pytest.mark.slow) for name in ("serpapi", "brave", "searxng", "tavily", "exa")),
+    pytest.param("serper", "threads", marks=pytest.mark.slow)])
 def test_500_concurrent_searches_are_all_served_however_long_they_wait_their_turn(provider, run):
     """50 ask the engine at a time, from one event loop or from 500 threads each with its own; the engine
     answers each in 0.3 s, so the last turns come after 3 s, past the 2 s timeout: a search's timeout
