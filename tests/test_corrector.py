@@ -2,6 +2,7 @@ import asyncio
 import logging
 
 import pytest
+from feilden import ABOUT, NAMESAKE, OFF, PAGES, QUERY
 
 from crag_shared import (
     Action,
@@ -18,16 +19,6 @@ from crag_shared import (
 )
 from crag_shared.trace import BelowLower
 from crag_shared.types import WebResult, WebSearchResponse
-
-QUERY = "What is Henry Feilden's occupation?"
-ABOUT = ("Henry Master Feilden (21 February 1818 – 5 September 1875) was an English Conservative Party "
-         "politician. He sat for Blackburn from 1869.")
-NAMESAKE = "Bob Feilden was a British mechanical engineer."
-OFF = "The Eiffel Tower stands in Paris."
-PAGES = [{"title": "Henry Feilden (Conservative politician)",
-          "url": "https://en.wikipedia.org/wiki/Henry_Feilden_(Conservative_politician)",
-          "text": "Henry Master Feilden was an English Conservative Party politician.\n\n"
-                  "Henry Feilden was elected for Blackburn at the by-election of 1869."}]
 
 
 class Judge:
