@@ -26,10 +26,11 @@ AmbiguousMode = Literal["drop", "guard"]
 class CRAGConfig:
     """The knobs of one CRAG corrector, as plain values; read-only once checked (assign a new one).
 
-    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("default": the reader when installed for
-    English, else lexical; "reader", "lexical", "cross-encoder:PATH_OR_ID",
-    "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM); `evaluator_options` are its
-    constructor's keyword settings as plain values (`{"max_length": 256, "quantize": True}`).
+    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("default": the reader blended with the
+    lexical judge when the reader is installed, for English, else lexical; "reader", "lexical",
+    "cross-encoder:PATH_OR_ID", "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM);
+    `evaluator_options` are its constructor's keyword settings as plain values
+    (`{"max_length": 256, "quantize": True}`).
     Thresholds: `thresholds_path` (JSON from `crag calibrate`) wins over `upper`/`lower`; a threshold
     left as None takes the evaluator's default. Refinement: `refine_mode` for retrieved passages,
     `web_refine_mode` for web paragraphs, both keeping at most `strip_top_k` strips scoring at least

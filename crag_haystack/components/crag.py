@@ -73,8 +73,8 @@ class CRAG(Lifecycle):
             outputs: wrapped in `ComponentWebSearch`), or any crag_shared provider; searched only for
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
         :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
-        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (the reader,
-            crag's trained answerability judge, for English when `crag-shared[reader]` is installed, as this
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (crag's
+            trained reader blended with the lexical judge, for English when `crag-shared[reader]` is installed, as this
             package installs it; else lexical), "reader", "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...; or a
             ready crag evaluator, saved as its spec and settings.

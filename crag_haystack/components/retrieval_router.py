@@ -57,7 +57,7 @@ class RetrievalRouter(Lifecycle):
     Usage:
 
     ```python
-    router = RetrievalRouter()  # the default judge: the reader, for English
+    router = RetrievalRouter()  # the default judge: the reader blended with the lexical judge, for English
     out = router.run(query="When did the Golden Gate Bridge open?", documents=retrieved)
     out["action"], out.get("correct"), out["scores"]        # only the chosen action's output is emitted
     ```
@@ -72,8 +72,8 @@ class RetrievalRouter(Lifecycle):
                  ambiguous: AmbiguousMode = "drop", evaluator_options: dict[str, Any] | None = None,
                  device: ComponentDevice | None = None, language: str = "en") -> None:
         """
-        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (the reader,
-            crag's trained answerability judge, for English when `crag-shared[reader]` is installed, as this
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (crag's
+            trained reader blended with the lexical judge, for English when `crag-shared[reader]` is installed, as this
             package installs it; else lexical), "reader", "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...
             Components naming the same model share one loaded instance. Or a ready crag evaluator, saved as

@@ -64,9 +64,9 @@ def _language_of(evaluator: RetrievalEvaluator) -> str:
 class Corrector(Walks):
     """Corrects one query's retrieval: the core every framework adapter calls.
 
-    Every argument is optional. Defaults: the judge "default" stands for (`default_evaluator`: the reader,
-    crag's trained answerability judge, when `crag-shared[reader]` is installed and the language is English,
-    else `LexicalEvaluator`; offline either way, nothing to download), its own thresholds,
+    Every argument is optional. Defaults: the judge "default" stands for (`default_evaluator`: crag's trained
+    reader blended with the lexical judge, `combined:reader-lexical`, when `crag-shared[reader]` is installed
+    and the language is English, else `LexicalEvaluator`; offline either way, nothing to download), its own thresholds,
     `StripRefiner("excerption")` for internal passages, `StripRefiner("selection")` for web paragraphs
     (pages are already split into paragraphs, as in the paper), the offline keyword `QueryRewriter`, and
     no web search: nothing leaves the machine unless you pass a `web_search` provider.
