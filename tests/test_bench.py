@@ -166,3 +166,21 @@ def test_every_web_source_gives_the_replay_knowledge_of_popqa(bench_dir):
     fetching = {row["same_knowledge"] for name, row in figures.items()
                 if name != "replay (reference)" and "page text it returns" not in name}
     assert len(fetching) == 1, figures
+
+
+@pytest.mark.slow
+def test_the_fitted_blend_keeps_answers_first_and_users_get_the_fitted_figures(tmp_path):
+    from benchmarks.near_miss import figures
+    from benchmarks.reader.fit import KEEP, fit_blend, tune_sets, unjudged
+    from crag_shared.evaluators import LexicalEvaluator, load_combination, save_combination
+
+    sets = tune_sets(None, names=("docs",))
+    # any judge whose spec rebuilds it stands in for the reader here: what is tested is the fit, not the model
+    blend = fit_blend(LexicalEvaluator(), sets)
+    fitted = blend.report["figures"]["docs"]
+    assert blend.thresholds[0] == 0.0 and blend.thresholds[1] <= 0.0
+    assert fitted[1] >= KEEP * unjudged(sets, blend)["docs"]
+    path = tmp_path / "blend.json"
+    save_combination(blend, path)
+    as_users_run_it = Corrector(load_combination(path))  # its own thresholds, the default strip threshold
+    assert list(figures(as_users_run_it, sets, "tune")["docs"]) == fitted

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import CombinedEvaluator, LexicalEvaluator, RetrievalEvaluator
@@ -58,10 +58,22 @@ def _passed(found: dict[str, tuple[int, ...]]) -> float:
     return sum(v[3] / max(1, v[2]) for v in found.values()) / len(found)
 
 
+def _remembered(evaluator: RetrievalEvaluator) -> Remembered:
+    return evaluator if isinstance(evaluator, Remembered) else Remembered(evaluator)
+
+
+def _answer_floor(evaluator: RetrievalEvaluator, sets: dict[str, dict[str, list[Row]]], half: str) -> float:
+    """The score under which `ANSWER_LOSS` of the answerable questions' best answer-passage scores fall."""
+    best = sorted(max(evaluator.evaluate(row["question"], gold).scores)
+                  for parts in sets.values() for row in parts["in corpus"] if row["half"] == half
+                  for gold in [answer_passages(row)] if gold)
+    return best[int(ANSWER_LOSS * len(best))] if best else -0.5
+
+
 def fit_thresholds(evaluator: RetrievalEvaluator, sets: dict[str, dict[str, list[Row]]], out: TextIO | None = None,
-                   half: str = "tune") -> tuple[float, float, dict[str, Any]]:
-    """(upper, lower, the scan) for `evaluator` on `half` of `sets`."""
-    remembered = evaluator if isinstance(evaluator, Remembered) else Remembered(evaluator)
+                   half: str = "tune") -> tuple[float, float, dict[str, tuple[int, ...]]]:
+    """(upper, lower, the figures at upper per set) for `evaluator` on `half` of `sets`."""
+    remembered = _remembered(evaluator)
     scan: dict[float, dict[str, tuple[int, ...]]] = {}
     ceiling = unjudged(sets, remembered, half)
     upper = UPPERS[0]
@@ -74,14 +86,11 @@ def fit_thresholds(evaluator: RetrievalEvaluator, sets: dict[str, dict[str, list
         if _kept(found, ceiling) < KEEP:
             break
         upper = candidate
-    best = sorted(max(remembered.evaluate(row["question"], gold).scores)
-                  for parts in sets.values() for row in parts["in corpus"] if row["half"] == half
-                  for gold in [answer_passages(row)] if gold)
-    lower = min(upper, best[int(ANSWER_LOSS * len(best))] if best else -0.5)
+    lower = min(upper, _answer_floor(remembered, sets, half))
     if out is not None:
         out.write(f"fitted: upper {upper:+.2f}, lower {lower:+.2f}\n" + "".join(
             line(n, half, v) + "\n" for n, v in scan[upper].items()))
-    return upper, lower, {"scan": {str(k): v for k, v in scan.items()}, "figures": scan[upper]}
+    return upper, lower, scan[upper]
 
 
 def blend(reader: RetrievalEvaluator, share: float, offset: float = 0.0, lexical: RetrievalEvaluator | None = None,
@@ -98,7 +107,7 @@ def fit_blend(reader: RetrievalEvaluator, sets: dict[str, dict[str, list[Row]]],
     offset is fitted, so that both of its gates (the upper threshold on passages and the refiner's strip
     threshold, -0.5, on strips) move together, as users run them. Per share of `BLENDS`, the highest offset
     keeping `KEEP` of the answers; of those, the blend passing the fewest near misses."""
-    remembered, lexical = Remembered(reader), Remembered(LexicalEvaluator())
+    remembered, lexical = _remembered(reader), Remembered(LexicalEvaluator())
     best: tuple[float, float, float, dict[str, tuple[int, ...]]] | None = None
     for share in BLENDS:
         ceiling, chosen = unjudged(sets, blend(remembered, share, 0.0, lexical)), None
@@ -119,16 +128,11 @@ def fit_blend(reader: RetrievalEvaluator, sets: dict[str, dict[str, list[Row]]],
     if best is None:
         raise ValueError(f"no blend keeps {KEEP:.0%} of the answers")
     _, share, offset, found = best
-    shifted = blend(remembered, share, offset, lexical)
-    gold = sorted(max(shifted.evaluate(row["question"], answer_passages(row)).scores)
-                  for parts in sets.values() for row in parts["in corpus"] if row["half"] == "tune"
-                  and answer_passages(row))
-    lower = min(0.0, gold[int(ANSWER_LOSS * len(gold))])
+    lower = min(0.0, _answer_floor(blend(remembered, share, offset, lexical), sets, "tune"))
     if out is not None:
         out.write(f"fitted: reader share {share:.1f}, offset {offset:+.2f}, lower {lower:+.2f}\n" + "".join(
             line(n, "tune", v) + "\n" for n, v in found.items()))
-    plain = reader.evaluator if isinstance(reader, Remembered) else reader
-    combined = blend(plain, share, offset, thresholds=(0.0, round(lower, 4)))
+    combined = blend(remembered.evaluator, share, offset, thresholds=(0.0, round(lower, 4)))
     combined.report = {"reader_share": share, "offset": offset, "keep": KEEP,
                        "fitted_on": "tune halves: " + ", ".join(sets),
                        "figures": {name: list(v) for name, v in found.items()}}
