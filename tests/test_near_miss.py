@@ -139,3 +139,11 @@ def test_haystack_pipelines_never_call_the_generator_on_near_misses(question, an
             assert (generator.prompts == []) is abstains
             if not abstains:
                 assert answering[:40] in generator.prompts[0]
+
+
+def test_a_possessive_in_the_question_is_held_by_the_name_alone():
+    scores = LexicalEvaluator().evaluate("What is Henry Feilden's occupation?", [
+        "Henry Master Feilden was an English Conservative Party politician.",
+        "Bob Feilden was a British mechanical engineer."])
+    assert scores.reasons[0] == "" and "'feilden" not in scores.reasons[1]
+    assert scores.scores[0] > scores.scores[1]

@@ -182,7 +182,7 @@ class Reading:
         self._prefixes = frozenset(w[:3] for w in (*relation, *family))
         self._starts_like = _starting_with(self._prefixes)
         self.names = tuple(_names(question))
-        self._name_words = [re.sub(r"['’]s$", "", " ".join(run)) for run in _name_runs(question)]
+        self._name_words = [_POSSESSIVE.sub("", " ".join(run)) for run in _name_runs(question)]
         self.distinguishing = distinguishing_terms(tokens)
         self._held = {term: re.compile(rf"(?<![\w'’]){re.escape(term)}(?:['’]s|s|es)?(?![\w'’])")
                       for term in self.distinguishing}
@@ -281,7 +281,7 @@ def distinguishing_terms(tokens: Iterable[str]) -> tuple[str, ...]:
         if lowered in STOPWORDS or fold(word) in STOPWORDS or lowered.split("'")[0].split("’")[0] == "i":
             continue
         if any(c.isdigit() for c in word) or (word[:1].isupper() and (position or lowered not in _QUESTION_WORDS)):
-            found[lowered] = None
+            found[_POSSESSIVE.sub("", lowered)] = None  # "Feilden's" is held by "Feilden" (and "Feilden's")
     return tuple(found)
 
 
@@ -298,6 +298,7 @@ def _run_texts(text: str) -> list[str]:
     return (basic if text.isascii() or not _ASTRAL.search(text) else every).findall(text)
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
 _WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
