@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from crag_shared.calibration import fit_thresholds, judged_scores
 from crag_shared.corrector import Corrector
-from crag_shared.evaluators import LexicalEvaluator, RetrievalEvaluator, evaluator_from_spec
+from crag_shared.evaluators import LexicalEvaluator, RetrievalEvaluator, describe, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
 from crag_shared.rows import Record, iter_rows
 from crag_shared.types import Passage
@@ -213,7 +213,7 @@ def _table(out: TextIO, title: str, found: dict[str, tuple[int, ...]]) -> None:
 
 def run(out: TextIO, bench: Path, *, fit: bool = False, evaluators: Sequence[str] = (),
         squad_per_half: int = 150) -> dict[str, Any]:
-    """Print the near-miss figures of the default lexical judge (tune and test halves); with `fit`, the
+    """Print the near-miss figures of the default judge (tune and test halves); with `fit`, the
     lexical fit; with `evaluators`, each one's Eq. 2 fit. Returns the figures."""
     sets = all_sets(bench, squad_per_half)
     results: dict[str, Any] = {}
@@ -221,12 +221,14 @@ def run(out: TextIO, bench: Path, *, fit: bool = False, evaluators: Sequence[str
     corrector = Corrector()
     for which in ("tune", "test"):
         results[f"default {which}"] = found = figures(corrector, sets, which)
-        _table(out, f"lexical defaults {LexicalEvaluator.default_thresholds}, {which} half", found)
+        policy = corrector.policy
+        _table(out, f"default judge {describe(corrector.evaluator)} ({policy.upper}, {policy.lower}), {which} half",
+               found)
     if fit:
         settings, tuned = fit_lexical(sets)
-        evaluator = LexicalEvaluator(relation_penalty=settings["relation_penalty"],
-                                     name_penalty=settings["name_penalty"])
-        tested = figures(Corrector(evaluator, ActionPolicy(settings["upper"], settings["lower"])), sets, "test")
+        fitted = LexicalEvaluator(relation_penalty=settings["relation_penalty"],
+                                  name_penalty=settings["name_penalty"])
+        tested = figures(Corrector(fitted, ActionPolicy(settings["upper"], settings["lower"])), sets, "test")
         results["fit"] = {"settings": settings, "tune": tuned, "test": tested}
         out.write(f"\nlexical fit on the tune halves: {settings}\n")
         _table(out, "tune half", tuned)
