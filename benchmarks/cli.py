@@ -135,6 +135,14 @@ def _judge_benches(benches: Any) -> None:
     judges.add_argument("--entry-points", action="store_true", help="the default judge through every entry "
                         "point (core, LlamaIndex postprocessor, query engine, workflow, Haystack component, "
                         "build_crag_pipeline) instead of the core alone")
+    prompts = benches.add_parser("llm-prompts", help="every prompt the LLM judge sends for the judge sets' "
+                                 "questions, for whoever acts as the LLM to answer (JSON lines: key, prompt)")
+    prompts.add_argument("--bench-dir")
+    prompts.add_argument("--out", required=True, help="the JSON Lines file to write")
+    prompts.add_argument("--set", action="append", dest="sets", help="a judge set's folder name, or popqa "
+                         "(repeatable); default: every set")
+    prompts.add_argument("--half", action="append", dest="halves", choices=("tune", "test"), help="default: both")
+    prompts.add_argument("--prompt", default="sufficiency", choices=("sufficiency", "paper"))
     train = benches.add_parser("train-reader", help="the reader's recipe: pairs, CPU training, ONNX int8 export, "
                                "thresholds fitted on the judge sets' tune halves")
     train.add_argument("--bench-dir")
@@ -163,6 +171,17 @@ def _bench_judges(args: argparse.Namespace) -> int:
     else:
         run(sys.stdout, bench, evaluators=args.evaluator or ["default"], names=args.sets,
             halves=args.halves or ("tune", "test"))
+    return 0
+
+
+def _bench_llm_prompts(args: argparse.Namespace) -> int:
+    from .judges import every_set
+    from .llm_judge import judge_prompts_for, selected_rows, write_prompts
+
+    halves = args.halves or ("tune", "test")
+    rows = selected_rows(every_set(_bench_dir(args.bench_dir), args.sets), halves)
+    written = write_prompts(Path(args.out), judge_prompts_for(rows, prompt=args.prompt))
+    print(f"{written} prompts for {len(rows)} questions -> {args.out}")
     return 0
 
 
@@ -344,7 +363,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
     "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
-    "report": _bench_report, "judges": _bench_judges, "train-reader": _bench_train_reader,
+    "report": _bench_report, "judges": _bench_judges, "llm-prompts": _bench_llm_prompts,
+    "train-reader": _bench_train_reader,
     "reader": _bench_reader,
 }
 

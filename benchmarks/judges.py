@@ -66,6 +66,14 @@ def judge_sets(root: Path = SETS, names: Sequence[str] | None = None) -> dict[st
     return {f.name: judge_set(f) for f in folders if names is None or f.name in names}
 
 
+def every_set(bench: Path | None, names: Sequence[str] | None = None) -> dict[str, dict[str, list[Row]]]:
+    """The judge sets (or those named) and, with the bench data, PopQA's sets."""
+    sets = judge_sets(SETS, names)
+    if bench is not None and (names is None or "popqa" in names):
+        sets["popqa"] = popqa_sets(bench)
+    return sets
+
+
 def line(name: str, half: str, found: Sequence[int]) -> str:
     """One set's figures on one line: answers kept, near misses passed, off topic passed."""
     text = (f"{name + ' ' + half:<22} answers kept {found[1]:>3}/{found[0]:<3}  "

@@ -33,7 +33,7 @@ DEFAULT_TEMPLATE = [ChatMessage.from_user(
 def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | None = None,
                         rewriter_generator: Any | None = None, judge_generator: Any | None = None,
                         template: list[ChatMessage] | None = None,
-                        evaluator: str = "default", upper: float | None = None, lower: float | None = None,
+                        evaluator: str = "auto", upper: float | None = None, lower: float | None = None,
                         thresholds_path: str | None = None, refine_mode: RefineMode = "excerption",
                         strip_top_k: int = 5, strip_threshold: float = -0.5, score_titles: bool = False,
                         on_web_failure: OnWebFailure = "drop", ambiguous: AmbiguousMode = "drop",
@@ -54,8 +54,11 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
       gate: dropped when no web strip arrived, or, with `ambiguous="guard"`, handed on marked unverified
       (the default template shows the mark and the instruction to answer only from a passage that states
       the answer, otherwise to say it was not found).
-    - `evaluator="llm"` judges with `judge_generator`; `rewriter_generator` writes the search keywords
-      (offline keyword extraction without one).
+    - The documents are judged by your LLM: `judge_generator`, else `generator` itself, in one call per query
+      (the default `evaluator="auto"`; crag's offline default judge stands in where the LLM fails, skips the
+      call for off-topic retrieval and ranks the strips, which never go back to the LLM). `evaluator="default"`
+      judges offline, any other spec as it says. `rewriter_generator` writes the search keywords (offline
+      keyword extraction without one).
     - `joiner` → `gate` (KnowledgeGate) → `prompt_builder` (ChatPromptBuilder; `template` replaces the
       default and must use `documents` and `query`) → `generator` (any chat generator). When there is no
       knowledge (Incorrect without web knowledge, nothing passing the strip threshold), the gate's
@@ -67,16 +70,18 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
     `no_answer.replies`, whose `meta["crag_abstention"]` says why), `retrieval_router.action`,
     `retrieval_router.scores` and, when the web was used, `web_search.links`.
     """
+    judge = judge_generator or generator if evaluator in ("auto", "llm") else judge_generator
+
     def refiner(origin: Literal["internal", "web"], threshold: float = strip_threshold) -> KnowledgeRefiner:
         settings: dict[str, Any] = {"evaluator": evaluator, "strip_top_k": strip_top_k, "strip_threshold": threshold,
-                                    "score_titles": score_titles, "chat_generator": judge_generator}
+                                    "score_titles": score_titles, "chat_generator": judge}
         return web_refiner(**settings) if origin == "web" else KnowledgeRefiner(refine_mode=refine_mode, **settings)
 
     keep = on_web_failure == "keep"  # any other value than "drop" is refused by the router below
     pipeline = Pipeline()
     pipeline.add_component("retriever", retriever)
     router = RetrievalRouter(evaluator=evaluator, upper=upper, lower=lower, thresholds_path=thresholds_path,
-                             score_titles=score_titles, chat_generator=judge_generator, on_web_failure=on_web_failure,
+                             score_titles=score_titles, chat_generator=judge, on_web_failure=on_web_failure,
                              ambiguous=ambiguous)
     pipeline.add_component("retrieval_router", router)
     pipeline.add_component("correct_refiner", refiner("internal"))

@@ -40,6 +40,7 @@ class CRAGReport(BaseModel):
     fallbacks: list[dict[str, Any]]
     passages: list[dict[str, Any]]
     trace: dict[str, Any]
+    judge: str | None = None
 
     @classmethod
     def of(cls, result: CorrectionResult) -> "CRAGReport":

@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, Pipeline, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from crag_shared.testing import hashing_vector, keyword_reply
+from crag_shared.testing import hashing_vector, judge_reply, keyword_reply
 
 LABEL = "[offline stand-in generator]"
 
@@ -17,7 +17,8 @@ LABEL = "[offline stand-in generator]"
 class ExtractiveChatGenerator:
     """Answers by quoting the first knowledge line of the prompt (lines starting with "- "), clearly
     labelled, so an offline run shows which knowledge CRAG handed over without pretending to be a model.
-    Keyword-rewrite prompts get the offline keyword extraction."""
+    Keyword-rewrite prompts get the offline keyword extraction; crag's judge prompt, the lexical judge's
+    verdicts (`judge_reply`)."""
 
     def __init__(self, label: str = LABEL) -> None:
         self.label = label
@@ -34,9 +35,9 @@ class ExtractiveChatGenerator:
 
     def _reply(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        rewrite = keyword_reply(prompt)
-        if rewrite is not None:
-            return rewrite
+        reply = keyword_reply(prompt) or judge_reply(prompt)
+        if reply is not None:
+            return reply
         knowledge = re.findall(r"^- (.+)$", prompt, re.M)
         return f"{self.label} {knowledge[0] if knowledge else 'I do not know.'}"
 

@@ -21,6 +21,11 @@ class LlamaIndexLLM:
         self._llm = llm
 
     @property
+    def held(self) -> bool:
+        """Whether there is an LLM to call now: the one given, or the `Settings.llm` you set."""
+        return self._llm is not None or configured_llm() is not None
+
+    @property
     def llm(self) -> LLM:
         """The LlamaIndex LLM in use: the one given, else `Settings.llm` when set, else None."""
         llm = self._llm or configured_llm()

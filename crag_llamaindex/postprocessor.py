@@ -69,10 +69,13 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     instance or your LlamaIndex embedding model. The settings are live: assign a new config
     (`pp.config = dataclasses.replace(pp.config, upper=0.9)`) or `model_copy(update={"config": ...})` and
     the next query uses it; the config itself is read-only. `llm` (else the `Settings.llm` you set)
-    rewrites queries for web search and serves `evaluator="llm"`; without any LLM the rewrite is offline
-    keyword extraction. Web search happens only if you pass `web_search`: a crag provider, a retriever or a
-    search function (see `web_source`). Secrets live in the web
-    provider, which is never serialized.
+    rewrites queries for web search and judges: with no `evaluator` given ("auto"), the LLM given, or set in
+    `Settings.llm` when the postprocessor is built, judges each query's nodes in one call (crag's offline
+    default judge stands in where it fails, and skips the call for off-topic nodes); `judge_llm` names a
+    cheaper LLM to judge with; `evaluator="default"` judges offline whatever LLM there is. Without any LLM
+    the judge is the offline default and the rewrite is offline keyword extraction. Web search happens only
+    if you pass `web_search`: a crag provider, a retriever or a search function (see `web_source`). Secrets
+    live in the web provider, which is never serialized.
     """
 
     config: CRAGConfig = Field(default_factory=CRAGConfig, description="CRAG settings (serializable)")
@@ -84,13 +87,15 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     abstention_note: bool = Field(
         default=True, description="on abstention, return one node that tells the LLM and the response why")
     _llm: LlamaIndexLLM = PrivateAttr(default_factory=LlamaIndexLLM)
+    _judge_llm: LlamaIndexLLM | None = PrivateAttr(default=None)
     _web_search: WebSearch | None = PrivateAttr(default=None)
     _evaluator: RetrievalEvaluator | None = PrivateAttr(default=None)
     _evaluator_config: tuple[str, Any] | None = PrivateAttr(default=None)
     _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
     _built: tuple[CRAGConfig, Corrector] | None = PrivateAttr(default=None)
 
-    def __init__(self, *, llm: LLM | None = None, evaluator: RetrievalEvaluator | str | None = None,
+    def __init__(self, *, llm: LLM | None = None, judge_llm: LLM | None = None,
+                 evaluator: RetrievalEvaluator | str | None = None,
                  web_search: WebSearch | BaseRetriever | Callable[[str], Any] | None = None,
                  config: CRAGConfig | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
@@ -111,7 +116,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         elif evaluator is not None:
             spec, options = saved_evaluator(evaluator)
             config = replace(config, evaluator=spec, evaluator_options=options)
-        if evaluator_kind(config.evaluator) == "llm" and llm is None and configured_llm() is None:
+        if evaluator_kind(config.evaluator) == "llm" and llm is None and judge_llm is None and configured_llm() is None:
             raise ValueError(f"evaluator={config.evaluator!r} judges with an LLM, and none is configured: pass "
                              "llm=... or set Settings.llm first")
         web_search = web_source(web_search) if web_search is not None else None
@@ -119,6 +124,7 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         super().__init__(config=config, callback_manager=callback_manager or CallbackManager(),  # type: ignore[call-arg]
                          **own)
         self._llm = LlamaIndexLLM(llm)
+        self._judge_llm = LlamaIndexLLM(judge_llm) if judge_llm is not None else None
         self._web_search = web_search
         if isinstance(evaluator, RetrievalEvaluator):
             self._evaluator, self._evaluator_config = evaluator, (config.evaluator, config.evaluator_options)
@@ -139,7 +145,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         built = self._built
         if built is not None and built[0] is config:
             return built[1]
-        corrector = Corrector.from_config(config, llm=self._llm, web_search=self._web_search,
+        judge = self._judge_llm or (self._llm if self._llm.held else None)
+        corrector = Corrector.from_config(config, llm=self._llm, judge_llm=judge, web_search=self._web_search,
                                           evaluator=self._evaluator_for(config))
         if "rewrite" in self._prompts:
             corrector.rewriter = QueryRewriter(self._llm, template=self._prompts["rewrite"],

@@ -19,7 +19,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from crag_shared.testing import hashing_vector, keyword_reply
+from crag_shared.testing import hashing_vector, judge_reply, keyword_reply
 
 
 class HashingEmbedding(BaseEmbedding):
@@ -54,7 +54,8 @@ def first_context_line(prompt: str) -> str:
 
 
 class RuleLLM(CustomLLM):
-    """A deterministic LLM: `rule(prompt) -> reply`. Default rule: keyword rewrites answer "query: ...",
+    """A deterministic LLM: `rule(prompt) -> reply`. Default rule: keyword rewrites answer "query: ...", crag's
+    judge prompt is answered by the lexical judge's verdicts (`judge_reply`),
     question answering repeats the first context line, prefixed so it is never mistaken for a model."""
 
     label: str = Field(default="[offline stand-in LLM]")
@@ -74,9 +75,9 @@ class RuleLLM(CustomLLM):
         self.prompts.append(prompt)
         if self._rule is not None:
             return self._rule(prompt)
-        rewrite = keyword_reply(prompt)
-        if rewrite is not None:
-            return rewrite
+        reply = keyword_reply(prompt) or judge_reply(prompt)
+        if reply is not None:
+            return reply
         return f"{self.label} {first_context_line(prompt)}".strip()
 
     @llm_completion_callback()

@@ -16,7 +16,7 @@ from .corrector import NO_WEB_SEARCH, AmbiguousRule, Corrector, abstention_for, 
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
-from .evaluators.llm import check_judge_prompt
+from .evaluators.judge_prompt import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy

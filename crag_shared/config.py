@@ -26,9 +26,10 @@ AmbiguousMode = Literal["drop", "guard"]
 class CRAGConfig:
     """The knobs of one CRAG corrector, as plain values; read-only once checked (assign a new one).
 
-    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("default": the reader blended with the
-    lexical judge when the reader is installed, for English, else lexical; "reader", "lexical",
-    "cross-encoder:PATH_OR_ID", "llm", "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM);
+    `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("auto", the default: the LLM judge where
+    the corrector holds an LLM, else "default"; "default": the reader blended with the lexical judge when the
+    reader is installed, for English, else lexical; "reader", "lexical", "cross-encoder:PATH_OR_ID", "llm",
+    "combined:lexical-minilm"...; the LLM judge uses the adapter's LLM, or the one named to judge);
     `evaluator_options` are its constructor's keyword settings as plain values
     (`{"max_length": 256, "quantize": True}`).
     Thresholds: `thresholds_path` (JSON from `crag calibrate`) wins over `upper`/`lower`; a threshold
@@ -48,7 +49,7 @@ class CRAGConfig:
     is here, under the name the Haystack components use too.
     """
 
-    evaluator: str = "default"
+    evaluator: str = "auto"
     evaluator_options: dict[str, Any] | None = None
     upper: float | None = None
     lower: float | None = None

@@ -53,6 +53,16 @@ class SpecTable(Generic[T]):
         self.kinds = tuple(kinds)
         self._by_name = {name: kind for kind in self.kinds for name in (kind.name, *kind.aliases)}
 
+    def register(self, kind: Kind[T], *, before: str | None = None) -> None:
+        """Add a kind (before the kind named `before`, else last): a family member that builds on the table
+        itself, as the LLM judge builds its offline partner from a spec, registers from its own module."""
+        if kind.name in self._by_name:
+            raise ValueError(f"{self.family} spec kind {kind.name!r} is already registered")
+        kinds = list(self.kinds)
+        at = next((i for i, k in enumerate(kinds) if k.name == before), len(kinds))
+        self.kinds = (*kinds[:at], kind, *kinds[at:])
+        self._by_name.update({name: kind for name in (kind.name, *kind.aliases)})
+
     def grammar(self) -> list[str]:
         """Every kind as written, e.g. ["lexical", "t5:PATH_OR_ID", "llm[:per_document]"]."""
         return [kind.grammar for kind in self.kinds]

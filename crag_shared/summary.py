@@ -118,7 +118,7 @@ class SummaryPassage:
 @dataclass(frozen=True)
 class Summary:
     """The summary of one correction (see the module docstring); `trace` is the whole trace as JSON, when
-    the writer included it."""
+    the writer included it; `judge`, who judged the passages ("llm", or an offline judge's spec, and why)."""
 
     action: str
     scores: list[float] = field(default_factory=list)
@@ -131,6 +131,7 @@ class Summary:
     fallbacks: list[SummaryFallback] = field(default_factory=list)
     passages: list[SummaryPassage] = field(default_factory=list)
     trace: dict[str, Any] | None = None
+    judge: str | None = None
 
     @property
     def abstained(self) -> bool:
@@ -162,7 +163,8 @@ class Summary:
             "abstention": asdict(self.abstention) if self.abstention else None, "web_missing": self.web_missing,
             "scores": list(self.scores), "thresholds": upper_lower, "rewritten_query": self.rewritten_query,
             "web_urls": list(self.web_urls), "strips": [asdict(s) for s in self.strips],
-            "fallbacks": [asdict(f) for f in self.fallbacks], "passages": [asdict(p) for p in self.passages]}
+            "fallbacks": [asdict(f) for f in self.fallbacks], "passages": [asdict(p) for p in self.passages],
+            "judge": self.judge}
         if self.trace is not None:
             data["trace"] = self.trace
         return data
@@ -189,7 +191,7 @@ class Summary:
             strips=strips, passages=passages,
             fallbacks=[_fallback(_object(f, f"fallbacks[{i}]"), f"fallbacks[{i}].")
                        for i, f in enumerate(_list(data, "fallbacks"))],
-            trace=trace)
+            trace=trace, judge=_optional_text(data, "judge"))
 
 
 def as_summary(value: Summary | Mapping[str, object]) -> Summary:
@@ -359,6 +361,8 @@ def verdict_html(summary: Summary | Mapping[str, object], answers: Sequence[bool
         upper, lower = summary.thresholds or (None, None)
         parts.append(f" · best score {_number(summary.best)} of {len(summary.scores)} (upper {_number(upper)}, "
                      f"lower {_number(lower)})")
+    if summary.judge:
+        parts.append(f" · judged by {escape(one_line(summary.judge))}")
     if summary.abstention is not None:
         parts.append(f"<div>abstained: {escape(one_line(summary.abstention.reason or summary.abstention.code))}</div>")
     parts += [_passages(summary, answers), _strips(summary.strips)]

@@ -84,12 +84,16 @@ class SkippedPassage(Step):
 class Evaluated(Step):
     """Every passage's score in input order (-1 for passages without text), and, from an evaluator that
     explains its scores, why each lowered passage was lowered ("" where none was), e.g. "no sentence
-    states 'born' with a place (-0.60)": the signal that turned a near miss away."""
+    states 'born' with a place (-0.60)": the signal that turned a near miss away. From the LLM judge, which
+    judge scored each passage (`judges`: "llm", or the offline judge's spec where it stood in) and the LLM
+    calls made (`llm_calls`)."""
 
     name: ClassVar[str] = "evaluate"
     scores: list[float]
     ms: float
     reasons: list[str] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    llm_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ class Decided(Step):
     """The action, the thresholds and the best score that decided it, and why the action is not the one
     the scores alone give, when it is not (`why`). `follow_up`: for a question its scores judge Correct, the
     language whose follow-up table it was read with, or "" where that language has none (a question that names
-    no one but a pronoun is then not caught); None when the scores judge it otherwise."""
+    no one but a pronoun is then not caught); None when the scores judge it otherwise. `judge`: who decided
+    (`decided_by`): the evaluator's spec, or for the LLM judge "llm", with its offline partner where it stood in."""
     name: ClassVar[str] = "decide"
     action: str
     upper: float
@@ -113,6 +118,7 @@ class Decided(Step):
     max_score: float | None
     why: str = ""
     follow_up: str | None = None
+    judge: str = ""
 
 
 @dataclass(frozen=True)

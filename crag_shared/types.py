@@ -22,7 +22,7 @@ from .summary import (
     one_line,
     verdict_html,
 )
-from .trace import Evaluated, Fallback, SkippedPassage, Trace
+from .trace import Decided, Evaluated, Fallback, SkippedPassage, Trace
 
 
 class Action(str, Enum):
@@ -195,7 +195,7 @@ class Judgment:
 
     `scored` are the passages with text; `kept` those refined as internal knowledge (score ≥ lower;
     none when the action is Incorrect). `evaluator` names the evaluator whose scores decided, after any
-    fallback; `Corrector.finish` keeps scoring with it."""
+    fallback; `Corrector.finish` keeps scoring with it; `judges`, who scored each passage."""
 
     query: str
     passages: list[Passage]
@@ -208,6 +208,13 @@ class Judgment:
     trace: Trace = field(default_factory=Trace)
     #: the corrector's per-query scoring state (its evaluator in use and score cache), opaque to readers
     state: object | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def judges(self) -> list[str]:
+        """Which judge scored each passage, in input order ("llm", or the LLM judge's offline partner where it
+        stood in; "" for every passage when the evaluator is not the LLM judge, or for one not scored)."""
+        found = next((step.judges for step in self.trace.of(Evaluated) if step.judges), None)
+        return list(found) if found else [""] * len(self.passages)
 
 
 @dataclass
@@ -319,7 +326,8 @@ class CorrectionResult:
                                  s.unverified)
                     for s in self.knowledge],
             fallbacks=[SummaryFallback(f.step, f.reason, f.applied, f.expected) for f in self.fallbacks],
-            passages=self._judged_passages(), trace=self.trace.to_dict() if trace else None)
+            passages=self._judged_passages(), trace=self.trace.to_dict() if trace else None,
+            judge=next((d.judge for d in self.trace.of(Decided)), None) or None)
 
     def _judged_passages(self) -> list[SummaryPassage]:
         """The first passages as CRAG judged them: score, the evaluator's reason, how many strips each gave."""

@@ -34,14 +34,16 @@ class ToolStrip:
 
 
 def verdict_line(summary: Summary | Mapping[str, object]) -> str:
-    """One line: the action, the best score against the thresholds, where the knowledge came from, the
-    fallbacks taken, or, when CRAG abstained, why there is no knowledge. `summary` may be the JSON form."""
+    """One line: the action and who judged ("judged by llm", or the offline judge's spec), the best score against
+    the thresholds, where the knowledge came from, the fallbacks taken, or, when CRAG abstained, why there is no
+    knowledge. `summary` may be the JSON form."""
     summary = as_summary(summary)
-    action = one_line(summary.action, REASON_CHARS)
+    head = f"CRAG verdict: {one_line(summary.action, REASON_CHARS)}" + (
+        f", judged by {one_line(summary.judge, REASON_CHARS)}" if summary.judge else "")
     if summary.abstention is not None:
-        return (f"CRAG verdict: {action}; no reliable knowledge: {one_line(summary.abstention.reason, REASON_CHARS)}."
+        return (f"{head}; no reliable knowledge: {one_line(summary.abstention.reason, REASON_CHARS)}."
                 " Say that it was not found rather than guess.")
-    parts = [f"CRAG verdict: {action}"]
+    parts = [head]
     if summary.best is not None and summary.thresholds is not None:
         upper, lower = summary.thresholds
         parts.append(f"best score {summary.best:+.2f} (upper threshold {upper:+.2f}, lower {lower:+.2f})")

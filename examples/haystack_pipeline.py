@@ -26,24 +26,27 @@ def pick_generator():
     if os.environ.get("OPENAI_API_KEY"):
         from haystack.components.generators.chat import OpenAIChatGenerator
 
-        return OpenAIChatGenerator(model="gpt-4o-mini"), "OpenAI gpt-4o-mini"
+        return OpenAIChatGenerator(model="gpt-4o-mini"), "OpenAI gpt-4o-mini", "auto"
     if os.environ.get("OLLAMA_HOST"):
         try:
             from haystack_integrations.components.generators.ollama import OllamaChatGenerator
 
-            return OllamaChatGenerator(model="llama3.1", url=os.environ["OLLAMA_HOST"]), "Ollama llama3.1"
+            return OllamaChatGenerator(model="llama3.1", url=os.environ["OLLAMA_HOST"]), "Ollama llama3.1", "auto"
         except ImportError:
             pass
-    return ExtractiveChatGenerator(), "OFFLINE STAND-IN (no LLM configured): answers quote the first knowledge line"
+    # a real LLM judges the documents ("auto", build_crag_pipeline's default); the stand-in cannot, so the
+    # offline default judge does
+    return (ExtractiveChatGenerator(), "OFFLINE STAND-IN (no LLM configured): answers quote the first knowledge line",
+            "default")
 
 
 def main() -> None:
     store = InMemoryDocumentStore()
     store.write_documents([Document(content=p.text, id=p.id, meta={"title": p.title}) for p in corpus()])
-    generator, name = pick_generator()
+    generator, name, judge = pick_generator()
     web = ReplayWebSearch(str(recorded_web_path()))  # in production: SerpAPIWebSearch() + SERPAPI_API_KEY
-    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web)
-    print(f"Generator: {name}\n")
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, web_search=web, evaluator=judge)
+    print(f"Generator: {name}; judge: {judge}\n")
     for question in [*QUESTIONS, "Who painted the Zorblax Quux?"]:  # the last: no corpus passage, no web page
         result = pipeline.run({"query": question}, include_outputs_from={"gate", "web_search"})
         print(f"Q: {question}\n  action: {result['retrieval_router']['action']}  "

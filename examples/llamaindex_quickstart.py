@@ -26,36 +26,38 @@ def pick_llm():
         try:
             from llama_index.llms.openai import OpenAI
 
-            return OpenAI(model="gpt-4o-mini"), "OpenAI gpt-4o-mini"
+            return OpenAI(model="gpt-4o-mini"), "OpenAI gpt-4o-mini", "auto"
         except ImportError:
             pass
     if os.environ.get("OLLAMA_HOST"):
         try:
             from llama_index.llms.ollama import Ollama
 
-            return Ollama(model="llama3.1", base_url=os.environ["OLLAMA_HOST"]), "Ollama llama3.1"
+            return Ollama(model="llama3.1", base_url=os.environ["OLLAMA_HOST"]), "Ollama llama3.1", "auto"
         except ImportError:
             pass
-    return RuleLLM(), "OFFLINE STAND-IN (no LLM configured): answers quote the first knowledge line"
+    # a real LLM judges the passages ("auto", CRAG's default where it holds an LLM); the stand-in cannot, so the
+    # offline default judge does
+    return RuleLLM(), "OFFLINE STAND-IN (no LLM configured): answers quote the first knowledge line", "default"
 
 
 def main() -> None:
-    Settings.llm, llm_name = pick_llm()
+    Settings.llm, llm_name, judge = pick_llm()
     Settings.embed_model = HashingEmbedding()
     index = VectorStoreIndex.from_documents(
         [Document(text=p.text, id_=p.id, metadata={"title": p.title}) for p in corpus()])
     web = ReplaySearch(recorded_web_path())  # in production: SerpAPISearch() with SERPAPI_API_KEY
-    print(f"LLM: {llm_name}\n")
+    print(f"LLM: {llm_name}; judge: {judge}\n")
 
     # 1) the one-line addition to an existing query engine
     engine = RetrieverQueryEngine.from_args(index.as_retriever(similarity_top_k=3),
-                                            node_postprocessors=[CRAGPostprocessor(web_search=web)])
+                                            node_postprocessors=[CRAGPostprocessor(web_search=web, evaluator=judge)])
     print("RetrieverQueryEngine + CRAGPostprocessor:")
     response = engine.query(QUESTIONS[0])
     print(f"  {QUESTIONS[0]} -> {response}\n")
 
     # 2) the wrapping engine, with CRAG's verdict in response.metadata["crag"]
-    crag_engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web)
+    crag_engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web, evaluator=judge)
     for question in QUESTIONS:
         response = crag_engine.query(question)
         crag = response.metadata["crag"]
@@ -69,7 +71,7 @@ def main() -> None:
         print()
 
     # 3) without web search, retrieval judged Incorrect is not handed to the LLM: CRAG abstains
-    offline = CRAGQueryEngine.from_index(index, similarity_top_k=3)
+    offline = CRAGQueryEngine.from_index(index, similarity_top_k=3, evaluator=judge)
     response = offline.query(QUESTIONS[2])
     print(f"Without web search: {QUESTIONS[2]} -> {response}\n"
           f"  abstained: {response.metadata['crag']['abstention']['reason']}")

@@ -76,7 +76,7 @@ def test_build_crag_pipeline_hands_a_pronoun_follow_up_nothing_as_the_core_does(
     generator = ExtractiveChatGenerator()
     question = "When was he born?"
     retriever = FixedRetriever({question: [Document(content=t) for t in BIOGRAPHIES]})
-    result = build_crag_pipeline(retriever, generator).run({"query": question})
+    result = build_crag_pipeline(retriever, generator, evaluator="default").run({"query": question})
     core = Corrector().correct(question, BIOGRAPHIES)
     assert core.abstained and "no_answer" in result and generator.prompts == []
     assert "names no one" in result["no_answer"]["replies"][0].meta["crag_abstention"]

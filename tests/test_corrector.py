@@ -10,33 +10,29 @@ from crag_shared import (
     Corrector,
     InMemorySearch,
     LexicalEvaluator,
-    LLMEvaluator,
     Origin,
     Passage,
     QueryRewriter,
     StripRefiner,
     WebSearchError,
 )
+from crag_shared.evaluators import Evaluation, RetrievalEvaluator
 from crag_shared.trace import BelowLower
 from crag_shared.types import WebResult, WebSearchResponse
 
 
-class Judge:
-    """An LLM judge whose verdict per document is chosen by the test."""
+class Judge(RetrievalEvaluator):
+    """A judge whose verdict per text is chosen by the test: yes +1, no -1, unsure 0 (between the thresholds);
+    pages about the politician are relevant by default."""
+
+    VERDICT = {"yes": 1.0, "no": -1.0, "unsure": 0.0}
 
     def __init__(self, verdicts):
         self.verdicts = verdicts
 
-    def complete(self, prompt):
-        docs = [line for line in prompt.splitlines() if line.startswith("Document ")]
-        if not docs:  # strips are judged one by one in per-document mode
-            return "yes"
-        texts = [d.split(": ", 1)[1] for d in docs]  # pages about the politician are relevant by default
-        return "\n".join(f"{i}: {self.verdicts.get(t, 'yes' if 'Conservative' in t else 'no')}"
-                         for i, t in enumerate(texts, 1))
-
-    async def acomplete(self, prompt):
-        return self.complete(prompt)
+    def evaluate(self, query, texts):
+        return Evaluation([self.VERDICT[self.verdicts.get(t, "yes" if "Conservative" in t else "no")]
+                           for t in texts])
 
 
 class CountingEvaluator(LexicalEvaluator):
@@ -89,7 +85,7 @@ def test_incorrect_searches_the_web_and_drops_internal(mode):
 
 def test_ambiguous_combines_internal_then_web(mode):
     web = InMemorySearch(PAGES)
-    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})), web_search=web,
+    corrector = Corrector(evaluator=(Judge({NAMESAKE: "unsure"})), web_search=web,
                           refiner=StripRefiner("selection"))
     result = run(corrector, QUERY, [NAMESAKE, OFF], mode)
     assert result.action is Action.AMBIGUOUS
@@ -97,7 +93,6 @@ def test_ambiguous_combines_internal_then_web(mode):
     assert Origin.INTERNAL in origins and Origin.WEB in origins
     assert origins == sorted(origins, key=lambda o: o is Origin.WEB)  # internal first, then external
     assert [s.text for s in result.internal] == [NAMESAKE]  # the passage below the lower threshold is gone
-    assert any(step.note.startswith("no verdict for document 1") for step in result.trace.find("evaluator_note"))
 
 
 def test_trace_records_every_step(mode):
@@ -176,7 +171,7 @@ def test_incorrect_drop_lists_the_discarded_passages(mode):
 
 
 def test_ambiguous_keeps_internal_knowledge_when_web_fails_only_as_correct_would_or_when_told(mode):
-    judge = LLMEvaluator(Judge({NAMESAKE: "unsure"}))
+    judge = (Judge({NAMESAKE: "unsure"}))
     strict = run(Corrector(evaluator=judge, web_search=FailingWeb(TimeoutError("search timed out"))),
                  QUERY, [NAMESAKE], mode)
     assert strict.action is Action.AMBIGUOUS and strict.abstained and strict.knowledge == []
@@ -191,7 +186,7 @@ def test_ambiguous_keeps_internal_knowledge_when_web_fails_only_as_correct_would
 
 def test_ambiguous_without_web_keeping_keeps_only_strips_passing_the_strip_threshold(mode):
     weak = "Bob Feilden was a British mechanical engineer. The Eiffel Tower stands in Paris. It is made of iron."
-    corrector = Corrector(evaluator=LLMEvaluator(Judge({weak: "unsure", "Bob Feilden was a British mechanical "
+    corrector = Corrector(evaluator=(Judge({weak: "unsure", "Bob Feilden was a British mechanical "
                                                         "engineer.": "unsure"})),
                           refiner=StripRefiner("excerption", strip_words=3, threshold=0.0), on_web_failure="keep")
     result = run(corrector, QUERY, [weak], mode)
@@ -204,7 +199,7 @@ def test_ambiguous_without_web_keeping_keeps_only_strips_passing_the_strip_thres
 
 
 def test_ambiguous_with_no_strip_passing_and_no_web_abstains(mode):
-    corrector = Corrector(evaluator=LLMEvaluator(Judge({NAMESAKE: "unsure"})),
+    corrector = Corrector(evaluator=(Judge({NAMESAKE: "unsure"})),
                           refiner=StripRefiner("selection", threshold=0.5))
     result = run(corrector, QUERY, [NAMESAKE], mode)
     assert result.action is Action.AMBIGUOUS and result.knowledge == []
@@ -261,17 +256,23 @@ def test_correct_many_abstains_and_unjudges_as_alone():
     assert [r.action for r in many] == [Action.INCORRECT, Action.UNJUDGED, Action.CORRECT]
 
 
-def test_failing_evaluator_falls_back_to_lexical(scripted_llm, mode):
-    corrector = Corrector(evaluator=LLMEvaluator(scripted_llm(fail=ConnectionError("judge down"))))
+class Down(RetrievalEvaluator):
+    """An evaluator whose model server is down."""
+
+    def evaluate(self, query, texts):
+        raise ConnectionError("judge down")
+
+
+def test_failing_evaluator_falls_back_to_lexical(mode):
+    corrector = Corrector(evaluator=Down())
     result = run(corrector, QUERY, [ABOUT], mode)
     assert result.action is Action.CORRECT
     assert result.thresholds == LexicalEvaluator.default_thresholds
     assert result.fallbacks[0].step == "evaluate" and "judge down" in result.fallbacks[0].reason
 
 
-def test_failing_evaluator_without_fallback_raises(scripted_llm):
-    corrector = Corrector(evaluator=LLMEvaluator(scripted_llm(fail=ConnectionError("judge down"))),
-                          fallback_evaluator=None)
+def test_failing_evaluator_without_fallback_raises():
+    corrector = Corrector(evaluator=Down(), fallback_evaluator=None)
     with pytest.raises(ConnectionError, match="judge down"):
         corrector.correct(QUERY, [ABOUT])
 
@@ -302,14 +303,14 @@ async def test_ambiguous_refines_internal_while_searching():
             await asyncio.sleep(0.05)
             return self.search(query, top_k)
 
-    class WaitingJudge(LLMEvaluator):
+    class WaitingJudge(Judge):
         async def aevaluate(self, query, texts):
             if texts == [NAMESAKE]:
                 return await super().aevaluate(query, texts)  # the first pass: passages
             await asyncio.wait_for(web_started.wait(), timeout=5)  # strips: only finishes if web runs alongside
             return await super().aevaluate(query, texts)
 
-    corrector = Corrector(evaluator=WaitingJudge(Judge({NAMESAKE: "unsure"})), web_search=SlowWeb(PAGES),
+    corrector = Corrector(evaluator=WaitingJudge({NAMESAKE: "unsure"}), web_search=SlowWeb(PAGES),
                           refiner=StripRefiner("fixed_num", window_words=3))
     result = await corrector.acorrect(QUERY, [NAMESAKE])
     assert result.action is Action.AMBIGUOUS and result.external

@@ -16,8 +16,9 @@ BIOGRAPHIES = [
 
 
 def sure_judge() -> LLMEvaluator:
-    """An LLM judge that answers "yes" for every passage: every score is 1.0."""
-    return LLMEvaluator(FunctionLLM(lambda prompt: "yes"), mode="per_document")
+    """An LLM judge that answers "yes" for every passage, asked even where the offline judge finds nothing:
+    every score is 1.0."""
+    return LLMEvaluator(FunctionLLM(lambda prompt: "yes"), mode="per_document", skip_below=None)
 
 
 def decided(result):
@@ -49,11 +50,12 @@ def test_a_question_with_a_name_is_judged_as_its_scores_say(language, question):
 
 
 def test_the_configured_language_reaches_the_rule():
-    config = CRAGConfig(evaluator="llm:per_document", language="de")
+    config = CRAGConfig(evaluator="llm:per_document", evaluator_options={"skip_below": None}, language="de")
     corrector = Corrector.from_config(config, llm=FunctionLLM(lambda prompt: "yes"))
     assert corrector.language == "de"
     assert corrector.correct("Wann wurde sie geboren?", BIOGRAPHIES).action is Action.AMBIGUOUS
-    english = Corrector.from_config(CRAGConfig(evaluator="llm:per_document"), llm=FunctionLLM(lambda prompt: "yes"))
+    english = Corrector.from_config(CRAGConfig(evaluator="llm:per_document", evaluator_options={"skip_below": None}),
+                                    llm=FunctionLLM(lambda prompt: "yes"))
     assert english.correct("Wann wurde sie geboren?", BIOGRAPHIES).action is Action.CORRECT  # no English pronoun
 
 

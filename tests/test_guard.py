@@ -61,7 +61,7 @@ def test_a_setting_that_is_neither_drop_nor_guard_fails_where_it_is_given():
 
 def test_the_llamaindex_engine_hands_the_llm_the_mark_and_the_instruction():
     llm = RuleLLM()
-    engine = CRAGQueryEngine(nodes_by_question(), llm=llm, ambiguous="guard")
+    engine = CRAGQueryEngine(nodes_by_question(), llm=llm, ambiguous="guard", evaluator="default")
     response = engine.query(NEAR)
     [prompt] = llm.prompts
     assert f"unverified: {UNVERIFIED_NOTE}" in prompt and PASSAGES[NEAR][0] in prompt
@@ -71,13 +71,13 @@ def test_the_llamaindex_engine_hands_the_llm_the_mark_and_the_instruction():
     assert "1937" in llm.prompts[0] and "unverified" not in llm.prompts[0]  # Correct strips are not marked
 
     default_llm = RuleLLM()
-    default = CRAGQueryEngine(nodes_by_question(), llm=default_llm).query(NEAR)
+    default = CRAGQueryEngine(nodes_by_question(), llm=default_llm, evaluator="default").query(NEAR)
     assert str(default) == NO_KNOWLEDGE_ANSWER and default_llm.prompts == []  # the default still abstains
 
 
 def test_the_workflow_and_the_agent_tool_hand_on_the_mark():
     llm = RuleLLM()
-    workflow = CRAGWorkflow(nodes_by_question(), llm=llm, ambiguous="guard")
+    workflow = CRAGWorkflow(nodes_by_question(), llm=llm, ambiguous="guard", evaluator="default")
 
     async def run():
         return await workflow.run(query=NEAR)
@@ -85,7 +85,8 @@ def test_the_workflow_and_the_agent_tool_hand_on_the_mark():
     asyncio.run(run())
     assert f"unverified: {UNVERIFIED_NOTE}" in llm.prompts[-1]
 
-    tool = CRAGQueryEngineTool.from_defaults(CRAGQueryEngine(nodes_by_question(), llm=RuleLLM(), ambiguous="guard"),
+    tool = CRAGQueryEngineTool.from_defaults(CRAGQueryEngine(nodes_by_question(), llm=RuleLLM(), ambiguous="guard",
+                                                             evaluator="default"),
                                              knowledge_only=True)
     said = tool.call(NEAR).content
     first, *strips = said.splitlines()
@@ -104,7 +105,7 @@ def test_the_llamaindex_settings_keep_guard_through_serialization():
 
 def test_the_haystack_pipeline_hands_the_generator_the_mark_and_the_instruction():
     generator = ExtractiveChatGenerator()
-    pipeline = build_crag_pipeline(documents_by_question(), generator, ambiguous="guard")
+    pipeline = build_crag_pipeline(documents_by_question(), generator, ambiguous="guard", evaluator="default")
     ran = pipeline.run({"query": NEAR}, include_outputs_from={"gate"})
     [prompt] = generator.prompts
     assert f"- {unverified_mark()} {PASSAGES[NEAR][0]}" in prompt
@@ -113,14 +114,15 @@ def test_the_haystack_pipeline_hands_the_generator_the_mark_and_the_instruction(
     assert "1937" in generator.prompts[-1] and "unverified" not in generator.prompts[-1]
 
     quiet = ExtractiveChatGenerator()
-    default = build_crag_pipeline(documents_by_question(), quiet).run({"query": NEAR})
+    default = build_crag_pipeline(documents_by_question(), quiet, evaluator="default").run({"query": NEAR})
     assert "no_answer" in default and quiet.prompts == []  # the default still abstains
 
 
 def test_the_haystack_pipeline_keeps_guard_in_yaml():
     store = InMemoryDocumentStore()
     store.write_documents([Document(content=t) for t in PASSAGES[NEAR]])
-    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store), ExtractiveChatGenerator(), ambiguous="guard")
+    pipeline = build_crag_pipeline(InMemoryBM25Retriever(store), ExtractiveChatGenerator(), ambiguous="guard",
+                                   evaluator="default")
     yaml = pipeline.dumps()
     assert "ambiguous: guard" in yaml
     router = Pipeline.loads(yaml).get_component("retrieval_router")
@@ -128,7 +130,7 @@ def test_the_haystack_pipeline_keeps_guard_in_yaml():
     loaded = Pipeline.loads(yaml)
     loaded.run({"query": NEAR})
     assert unverified_mark() in loaded.get_component("generator").prompts[0]
-    component = CRAG.from_dict(CRAG(ambiguous="guard").to_dict())
+    component = CRAG.from_dict(CRAG(ambiguous="guard", evaluator="default").to_dict())
     assert component.config.ambiguous == "guard"
 
 
@@ -139,7 +141,7 @@ def test_the_haystack_tool_text_marks_the_unverified_strips():
     correct = knowledge_text(search.run(query=CORRECT))
     assert "1937" in correct and "unverified" not in correct
     assert knowledge_text(CorrectiveRetriever(documents_by_question()).run(query=NEAR)).startswith(
-        "CRAG verdict: ambiguous; no reliable knowledge")
+        "CRAG verdict: ambiguous, judged by lexical; no reliable knowledge")
 
 
 @component
@@ -163,7 +165,7 @@ def test_pages_whose_strips_all_fail_are_no_web_knowledge_in_the_core_and_the_pi
     assert core.web is not None and core.web.passages and not core.external
     assert core.abstained and "upper threshold" in core.abstention.reason  # the floor held without web knowledge
     generator = ExtractiveChatGenerator()
-    ran = build_crag_pipeline(documents_by_question(), generator, web_search=OffTopicWeb()).run(
+    ran = build_crag_pipeline(documents_by_question(), generator, web_search=OffTopicWeb(), evaluator="default").run(
         {"query": NEAR}, include_outputs_from={"web_refiner"})
     assert ran["web_refiner"]["documents"] == [] and "no_answer" in ran and generator.prompts == []
     guarded = Corrector(web_search=web, ambiguous="guard").correct(NEAR, PASSAGES[NEAR])

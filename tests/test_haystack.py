@@ -172,7 +172,7 @@ def test_crag_component_sync_and_async(recorded):
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_pipeline_branches_sync_and_async(store, recorded, question):
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
-                                   web_search=recorded)
+                                   web_search=recorded, evaluator="default")
     result = pipeline.run({"query": question}, include_outputs_from={"joiner"})
     assert result["retrieval_router"]["action"] == EXPECTED[question]
     knowledge = result["joiner"]["documents"]
@@ -213,7 +213,7 @@ def test_pipeline_web_failure_is_visible_and_abstains_or_keeps_documents(store, 
 def test_pipeline_without_web_abstains_on_incorrect_without_calling_the_generator(store, mode):
     generator = ExtractiveChatGenerator()
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator,
-                                   no_knowledge_answer="Sorry, I don't know.")
+                                   no_knowledge_answer="Sorry, I don't know.", evaluator="default")
     results = {}
     for question in QUESTIONS:
         if mode == "sync" or not (HAYSTACK_3 or hasattr(pipeline, "run_async")):

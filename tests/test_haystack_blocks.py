@@ -131,7 +131,8 @@ def test_a_pipeline_tool_over_crag_hands_the_agent_hundreds_of_bytes_not_its_met
     assert len(said) - len(knowledge) <= 400 and len(plain) > 3 * len(said)  # the default: strips' metadata JSON
     abstained = _tool_result(Agent(chat_generator=ToolCallingChatGenerator(), tools=[tool]).run(
         messages=[ChatMessage.from_user(INCORRECT_Q)]))
-    assert abstained.startswith("CRAG verdict: incorrect; no reliable knowledge: the retrieved passages were judged "
+    assert abstained.startswith("CRAG verdict: incorrect, judged by lexical; no reliable knowledge: the retrieved "
+                                "passages were judged "
                                 "irrelevant") and len(abstained) <= 400
 
 

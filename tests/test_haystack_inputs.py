@@ -202,7 +202,8 @@ def test_spans_for_judge_refine_and_correct_with_tags_and_content_only_when_on(t
     from crag_haystack import build_crag_pipeline
     from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever
 
-    build_crag_pipeline(FixedRetriever({q: documents() for q in QUESTIONS}), ExtractiveChatGenerator()).run(
+    build_crag_pipeline(FixedRetriever({q: documents() for q in QUESTIONS}), ExtractiveChatGenerator(),
+                        evaluator="default").run(
         {"query": AMBIGUOUS_Q})
     ours = {span.name: span for span in traced.spans if span.name.startswith("crag.")}
     assert {"crag.judge", "crag.refine"} <= set(ours)
@@ -210,7 +211,7 @@ def test_spans_for_judge_refine_and_correct_with_tags_and_content_only_when_on(t
     assert ours["crag.refine"].tags["crag.strips"] >= 1
     assert all("crag.query" not in span.tags for span in ours.values())  # content tracing is off
     tracing.tracer.is_content_tracing_enabled = True
-    CRAG().run(query=CORRECT_Q, documents=documents())
+    CRAG(evaluator="default").run(query=CORRECT_Q, documents=documents())
     correct = [span for span in traced.spans if span.name == "crag.correct"][-1]
     assert correct.tags["crag.query"] == CORRECT_Q and correct.tags["crag.action"] == "correct"
     assert correct.tags["crag.component"] == "CRAG" and correct.tags["crag.abstained"] is False

@@ -57,7 +57,8 @@ def events():
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_postprocessor_in_a_standard_query_engine(index, web, question):
     engine = RetrieverQueryEngine.from_args(index.as_retriever(similarity_top_k=3),
-                                            node_postprocessors=[CRAGPostprocessor(web_search=web)])
+                                            node_postprocessors=[CRAGPostprocessor(web_search=web,
+                                                                                   evaluator="default")])
     response = engine.query(question)
     assert {n.node.metadata["crag_action"] for n in response.source_nodes} == {EXPECTED[question]}
     assert str(response).startswith("[offline stand-in LLM]")
@@ -65,13 +66,14 @@ def test_postprocessor_in_a_standard_query_engine(index, web, question):
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_query_engine_sync_async_and_streaming_agree(index, web, question):
-    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web)
+    engine = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web, evaluator="default")
     sync = engine.query(question)
     assert sync.metadata["crag"]["action"] == EXPECTED[question]
     asynchronous = asyncio.run(engine.aquery(question))
     assert asynchronous.metadata["crag"]["action"] == EXPECTED[question]
     assert str(asynchronous) == str(sync)
-    streaming = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web, streaming=True)
+    streaming = CRAGQueryEngine.from_index(index, similarity_top_k=3, web_search=web, streaming=True,
+                                           evaluator="default")
     streamed = streaming.query(question)
     assert "".join(streamed.response_gen) == str(sync)
     assert streamed.metadata["crag"]["action"] == EXPECTED[question]
@@ -95,7 +97,7 @@ def test_metadata_holds_scores_rewrite_urls_and_trace(index, web):
 
 def test_strip_nodes_carry_provenance_and_source_relationship(index, web):
     retrieved = index.as_retriever(similarity_top_k=3).retrieve(AMBIGUOUS_Q)
-    nodes = CRAGPostprocessor(web_search=web).postprocess_nodes(retrieved, query_str=AMBIGUOUS_Q)
+    nodes = CRAGPostprocessor(web_search=web, evaluator="default").postprocess_nodes(retrieved, query_str=AMBIGUOUS_Q)
     internal = [n for n in nodes if n.node.metadata["crag_origin"] == "internal"]
     external = [n for n in nodes if n.node.metadata["crag_origin"] == "web"]
     assert internal and external
@@ -240,7 +242,7 @@ def test_no_web_search_is_said_once_at_info_not_warned_per_query(index, llm, cap
 def test_llm_judge_and_rewriter_use_the_llamaindex_llm(index, web):
     def rule(prompt):
         if "one line per document" in prompt:
-            count = prompt.count("\nDocument ")
+            count = prompt.count('<document number="')
             return "\n".join(f"{i}: {'yes' if i == 1 else 'no'}" for i in range(1, count + 1))
         if keyword_reply(prompt) is not None:
             return "query: Golden Gate Bridge, opening"
@@ -251,9 +253,10 @@ def test_llm_judge_and_rewriter_use_the_llamaindex_llm(index, web):
     retrieved = index.as_retriever(similarity_top_k=3).retrieve(CORRECT_Q)
     nodes, result = post.correct(retrieved, QueryBundle(CORRECT_Q))
     assert result.action.value == "correct" and result.scores[0] == 1.0
-    # one batched call judged all passages; the single strip equals the passage, so it came from the cache
-    assert sum("one line per document" in p for p in judge_llm.prompts) == 1
-    assert [n.node.metadata["crag_score"] for n in nodes] == [1.0]
+    # one batched call judged all passages; the strips were not sent back to the LLM, and the accepted
+    # passage's strip keeps its acceptance (at least the upper threshold)
+    assert sum("one line per document" in p for p in judge_llm.prompts) == 1 and len(judge_llm.prompts) == 1
+    assert [n.node.metadata["crag_score"] >= result.thresholds[0] for n in nodes] == [True]
 
 
 def test_web_search_retriever(web):

@@ -29,7 +29,7 @@ def engine(llm) -> CRAGQueryEngine:
     retriever = FixedRetriever({q: [NodeWithScore(node=TextNode(text=t, metadata={"file_path": f"/docs/{i}.txt"}),
                                                   score=0.5) for i, t in enumerate(texts)]
                                 for q, texts in PASSAGES.items()})
-    return CRAGQueryEngine(retriever, llm=llm)
+    return CRAGQueryEngine(retriever, llm=llm, evaluator="default")
 
 
 def calls_the_tool_then_answers(messages, **kwargs) -> ChatMessage:
@@ -74,10 +74,11 @@ async def test_an_agent_reads_the_verdict_then_the_answer(kind):
     agent = agent_of(kind, tool)
     [said] = await tool_results(agent, EINSTEIN)
     verdict, answer = said.split("\n", 1)
-    assert verdict.startswith("CRAG verdict: correct; best score") and len(verdict.encode()) <= 400
+    assert verdict.startswith("CRAG verdict: correct, judged by lexical; best score") and len(verdict.encode()) <= 400
     assert "1879" in answer and "file_path" not in said and "crag_" not in said
     [said] = await tool_results(agent, CURIE)
-    assert said.startswith("CRAG verdict: incorrect; no reliable knowledge: the retrieved passages were judged "
+    assert said.startswith("CRAG verdict: incorrect, judged by lexical; no reliable knowledge: the retrieved passages "
+                           "were judged "
                            "irrelevant and there is no web knowledge (no web search configured)")
     assert said.endswith(NO_KNOWLEDGE_ANSWER) and len(said.encode()) <= 500
 
@@ -93,7 +94,7 @@ async def test_a_knowledge_only_tool_hands_the_strips_and_skips_the_engines_llm(
     assert lines[1] == "- Albert Einstein was born in Ulm on 14 March 1879."
     assert all(line.startswith("- ") for line in lines[1:]) and llm.prompts == []  # no synthesis call
     [said] = await tool_results(agent, CURIE)
-    assert said.startswith("CRAG verdict: incorrect; no reliable knowledge") and "Eiffel" not in said
+    assert said.startswith("CRAG verdict: incorrect, judged by lexical; no reliable knowledge") and "Eiffel" not in said
 
 
 def test_the_tool_is_a_query_engine_tool_whose_raw_output_keeps_everything():

@@ -38,7 +38,7 @@ def file_index(tmp_path, settings):
 
 def test_strips_keep_file_metadata_through_citation_query_engine(file_index):
     index, docs = file_index
-    crag = CRAGPostprocessor(web_search=build_corrector().web_search)
+    crag = CRAGPostprocessor(web_search=build_corrector().web_search, evaluator="default")
     engine = CitationQueryEngine.from_args(index, similarity_top_k=3, node_postprocessors=[crag])
     response = engine.query(AMBIGUOUS_Q)
     internal = [n for n in response.source_nodes if n.node.metadata.get("crag_origin") == "internal"]
@@ -170,11 +170,11 @@ async def _run_workflow(workflow, query):
 ])
 def test_workflow_takes_each_actions_path_and_matches_the_postprocessor(demo_index, question, action, path):
     web = build_corrector().web_search
-    workflow = CRAGWorkflow(index=demo_index, similarity_top_k=3, web_search=web)
+    workflow = CRAGWorkflow(index=demo_index, similarity_top_k=3, web_search=web, evaluator="default")
     response, names = asyncio.run(_run_workflow(workflow, question))  # from sync code
     assert names[:-1] == path and response.metadata["crag"]["action"] == action
     retrieved = demo_index.as_retriever(similarity_top_k=3).retrieve(question)
-    nodes, result = CRAGPostprocessor(web_search=web).correct(retrieved, QueryBundle(question))
+    nodes, result = CRAGPostprocessor(web_search=web, evaluator="default").correct(retrieved, QueryBundle(question))
     assert response.metadata["crag"]["scores"] == result.scores
     assert [n.node.get_content() for n in response.source_nodes] == [n.node.get_content() for n in nodes]
 
@@ -202,7 +202,8 @@ def test_workflow_needs_a_retriever_or_an_index():
 
 def test_pack_modules_and_run_deprecated_pointing_to_the_workflow(demo_index):
     with pytest.warns(DeprecationWarning, match="use CRAGWorkflow"):
-        pack = CRAGPack(demo_index, similarity_top_k=3, web_search=build_corrector().web_search)
+        pack = CRAGPack(demo_index, similarity_top_k=3, web_search=build_corrector().web_search,
+                        evaluator="default")
     modules = pack.get_modules()
     assert set(modules) == {"workflow", "query_engine", "retriever", "postprocessor", "corrector"}
     sync = pack.run(AMBIGUOUS_Q)

@@ -227,7 +227,7 @@ async def test_rerank_events_callback_event_and_spans_sync_and_async(recorded):
     recorder, spans = recorded
     debug = LlamaDebugHandler()
     crag = CRAGPostprocessor(callback_manager=CallbackManager([debug]), top_n=2,
-                             web_search=build_corrector().web_search)
+                             web_search=build_corrector().web_search, evaluator="default")
     out = crag.postprocess_nodes(demo_nodes(), query_str=AMBIGUOUS_Q)
     aout = await crag.apostprocess_nodes(demo_nodes(), query_str=AMBIGUOUS_Q)
     pairs = debug.get_event_pairs(CBEventType.RERANKING)

@@ -45,7 +45,8 @@ def crag_workflow(**settings):
     from llama_index.core.schema import NodeWithScore, TextNode
 
     nodes = [NodeWithScore(node=TextNode(text=p.text, id_=p.id), score=0.5) for p in corpus()]
-    return CRAGWorkflow(Counting({q: nodes for q in QUESTIONS}), llm=RuleLLM(), timeout=30, **settings)
+    return CRAGWorkflow(Counting({q: nodes for q in QUESTIONS}), llm=RuleLLM(), timeout=30,
+                        **{"evaluator": "default", **settings})
 
 
 class ResearchWorkflow(Workflow):

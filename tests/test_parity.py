@@ -70,7 +70,8 @@ def test_four_entry_points_agree(store, question, settings):
 
     pipeline_settings = {k: v for k, v in settings.items()}
     pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), ExtractiveChatGenerator(),
-                                   web_search=ReplayWebSearch(str(recorded_web_path())), **pipeline_settings)
+                                   web_search=ReplayWebSearch(str(recorded_web_path())), evaluator="default",
+                                   **pipeline_settings)
     ran = pipeline.run({"query": question}, include_outputs_from={"gate", "retrieval_router"})
 
     nodes = [NodeWithScore(node=TextNode(text=d.content, id_=d.id, metadata=dict(d.meta)), score=d.score)
@@ -107,7 +108,7 @@ def test_without_web_every_entry_point_abstains_on_incorrect_or_keeps_its_best_s
             question, [d.content for d in retrieved])
         generator = ExtractiveChatGenerator()
         pipeline = build_crag_pipeline(InMemoryBM25Retriever(store, top_k=3), generator, upper=0.95, lower=0.9,
-                                       on_web_failure=keep)
+                                       on_web_failure=keep, evaluator="default")
         ran = pipeline.run({"query": question}, include_outputs_from={"gate"})
         component = CRAG(upper=0.95, lower=0.9, on_web_failure=keep).run(query=question, documents=retrieved)
         strips, li = CRAGPostprocessor(upper=0.95, lower=0.9, on_web_failure=keep).correct(nodes, QueryBundle(question))
@@ -158,7 +159,7 @@ def test_every_popqa_question_gets_one_verdict_through_the_four_entry_points(ben
     corrector = Corrector(ambiguous=ambiguous)
     component = CRAG(ambiguous=ambiguous)
     generator = ExtractiveChatGenerator()
-    pipeline = build_crag_pipeline(FixedRetriever(retrieved), generator, ambiguous=ambiguous)
+    pipeline = build_crag_pipeline(FixedRetriever(retrieved), generator, ambiguous=ambiguous, evaluator="default")
     postprocessor = CRAGPostprocessor(ambiguous=ambiguous)
     actions = set()
     for row in rows:
@@ -188,7 +189,8 @@ def test_lichtschein_reaches_no_generator_without_web_search(bench_dir):
     # them Ambiguous, the path under test, where nothing scores the upper threshold
     wide = {"lower": -0.9, "strip_threshold": -0.9}
     generator = ExtractiveChatGenerator()
-    ran = build_crag_pipeline(FixedRetriever({row["question"]: documents}), generator, **wide).run(
+    ran = build_crag_pipeline(FixedRetriever({row["question"]: documents}), generator, evaluator="default",
+                              **wide).run(
         {"query": row["question"]}, include_outputs_from={"retrieval_router"})
     core = Corrector.from_config(CRAGConfig(**wide)).correct(row["question"], [d.content for d in documents])
     assert core.action.value == ran["retrieval_router"]["action"] == "ambiguous" and core.abstained

@@ -78,9 +78,10 @@ def test_a_log_of_live_queries_from_both_adapters(tmp_path):
         for question in QUESTIONS:
             found = retrieve(question, corpus())
             nodes = [NodeWithScore(node=TextNode(text=p.text), score=1.0) for p in found]
-            response = CRAGQueryEngine(FixedRetriever({question: nodes}), llm=RuleLLM()).query(question)
+            response = CRAGQueryEngine(FixedRetriever({question: nodes}), llm=RuleLLM(),
+                                       evaluator="default").query(question)
             sink.write(json.dumps({"question": question, **response.metadata["crag"]}) + "\n")
-            result = CRAG().run(query=question, documents=[Document(content=p.text) for p in found])
+            result = CRAG(evaluator="default").run(query=question, documents=[Document(content=p.text) for p in found])
             sink.write(json.dumps({"question": question, **result["crag"].model_dump()}) + "\n")
     rows = read_rows(log)
     assert [r.action for r in rows[::2]] == [r.action for r in rows[1::2]] and len(rows) == 6
@@ -110,8 +111,8 @@ def test_every_entry_point_shows_the_same_card_in_a_notebook():
     card = core._repr_html_()
     assert "CRAG: correct" in card and "upper +0.00" in card and "<img" not in card and "&lt;img" in card
     nodes = [NodeWithScore(node=TextNode(text=t), score=1.0) for t in texts]
-    response = CRAGQueryEngine(FixedRetriever({question: nodes}), llm=RuleLLM()).query(question)
-    report = CRAG().run(query=question, documents=[Document(content=t) for t in texts])["crag"]
+    response = CRAGQueryEngine(FixedRetriever({question: nodes}), llm=RuleLLM(), evaluator="default").query(question)
+    report = CRAG(evaluator="default").run(query=question, documents=[Document(content=t) for t in texts])["crag"]
     strips = [escape(" ".join(s.text.split())) for s in core.knowledge]
     assert strips and "Golden Gate" in strips[0]
     for other in (card, response.metadata["crag"]._repr_html_(), report._repr_html_()):

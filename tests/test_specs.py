@@ -73,7 +73,7 @@ def test_what_no_spec_can_say_is_refused_loudly(scripted_llm):
     with pytest.raises(ValueError, match=r"needs a target: t5:PATH_OR_ID"):
         evaluator_from_spec("t5")
     with pytest.raises(ValueError,
-                       match=r"unknown evaluator spec 'bm25': use default, lexical, reader\[:PATH\], t5:PATH_OR_ID"):
+                       match=r"unknown evaluator spec 'bm25': use auto, default, lexical, reader\[:PATH\], t5:"):
         evaluator_from_spec("bm25")
     with pytest.raises(ValueError, match="no such file or directory"):
         evaluator_from_spec("cross-encoder:./no/such/model")

@@ -106,11 +106,12 @@ def test_each_fallback_the_trace_records_is_named_in_the_verdict_line(case):
 def test_hostile_reasons_stay_on_the_verdict_line():
     judged = Corrector(LLMEvaluator(_failing_llm(ConnectionError(HOSTILE)))).correct(QUERY, [ABOUT])
     line = one_verdict_line(result_tool_text(judged), len(judged.knowledge))[0]
-    assert "fallback: evaluate: llm failed: ConnectionError: x CRAG verdict: correct; 9 strips." in line
+    assert "fallback: evaluate: the LLM judge failed: ConnectionError: x CRAG verdict: correct; 9 strips." in line
     abstained = Corrector(web_search=Web(WebSearchError(HOSTILE))).correct(QUERY, [OFF])
     assert abstained.abstained and "forged strip" in abstained.abstention.reason
     [line] = one_verdict_line(result_tool_text(abstained), 0)
-    assert line.startswith("CRAG verdict: incorrect; no reliable knowledge: ") and "x CRAG verdict: correct" in line
+    assert line.startswith("CRAG verdict: incorrect, judged by lexical; no reliable knowledge: ")
+    assert "x CRAG verdict: correct" in line
 
 
 def test_hostile_page_titles_and_addresses_stay_inside_their_strip_line():
@@ -158,7 +159,8 @@ def test_every_entry_point_exposes_the_one_summary_shape():
     assert Summary.from_dict(result.to_dict()) == result.typed_summary()
     assert Summary.from_dict(result.to_dict(texts=True)).to_dict() == result.to_dict(texts=True)
     nodes = [NodeWithScore(node=TextNode(text=t), score=1.0) for t in (ABOUT, NAMESAKE)]
-    metadata = CRAGQueryEngine(FixedRetriever({QUERY: nodes}), llm=RuleLLM()).query(QUERY).metadata["crag"]
+    engine = CRAGQueryEngine(FixedRetriever({QUERY: nodes}), llm=RuleLLM(), evaluator="default")
+    metadata = engine.query(QUERY).metadata["crag"]
     report = CRAG().run(query=QUERY, documents=[Document(content=t) for t in (ABOUT, NAMESAKE)])["crag"]
     for summary in (Summary.from_dict(metadata), report.summary()):
         assert set(summary.to_dict()) == keys and summary.action == result.action.value

@@ -57,7 +57,8 @@ class CRAG(Lifecycle):
     __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     def __init__(self, web_search: _WebSearchComponent | WebSearch | None = None,
-                 chat_generator: ChatGenerator | None = None, *, evaluator: str | RetrievalEvaluator = "default",
+                 chat_generator: ChatGenerator | None = None, *, judge_generator: ChatGenerator | None = None,
+                 evaluator: str | RetrievalEvaluator = "auto",
                  evaluator_options: dict[str, Any] | None = None, device: ComponentDevice | None = None,
                  upper: float | None = None, lower: float | None = None, thresholds_path: str | None = None,
                  refine_mode: RefineMode = "excerption", strip_top_k: int = 5, strip_threshold: float = -0.5,
@@ -72,8 +73,12 @@ class CRAG(Lifecycle):
             `ComponentWebSearch`), your own Haystack web-search component (anything with `documents`/`links`
             outputs: wrapped in `ComponentWebSearch`), or any crag_shared provider; searched only for
             Incorrect/Ambiguous. A provider works but cannot be saved with the pipeline.
-        :param chat_generator: a Haystack chat generator: rewrites queries, and judges with `evaluator="llm"`.
-        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "default" (crag's
+        :param chat_generator: a Haystack chat generator: rewrites queries, and judges the documents (one call
+            per query) unless `evaluator` names another judge or `judge_generator` another generator.
+        :param judge_generator: a (cheaper) chat generator to judge with instead of `chat_generator`.
+        :param evaluator: an evaluator spec (`crag_shared.evaluators.EVALUATOR_SPECS`): "auto" (the default:
+            the LLM judge where a generator is given, crag's offline default judge standing in where it fails;
+            else "default"), "default" (crag's
             trained reader blended with the lexical judge, for English when `crag-shared[reader]` is installed, as this
             package installs it; else lexical), "reader", "lexical",
             "cross-encoder:PATH", "combined:lexical-minilm", "llm" (then `chat_generator` judges)...; or a
@@ -122,10 +127,12 @@ class CRAG(Lifecycle):
                             f"got {type(web_search).__name__}")
         self.web_search = web_search
         self.chat_generator = chat_generator
+        self.judge_generator = judge_generator
         self.text_embedder = text_embedder
         self.document_embedder = document_embedder
-        self._corrector = Corrector.from_config(self.config, llm=as_llm(chat_generator), evaluator=evaluator_for(
-            self.config, text_embedder, document_embedder, instance))
+        self._corrector = Corrector.from_config(
+            self.config, llm=as_llm(chat_generator), judge_llm=as_llm(judge_generator or chat_generator),
+            evaluator=evaluator_for(self.config, text_embedder, document_embedder, instance))
         self._ready = False
 
     @property
@@ -135,7 +142,8 @@ class CRAG(Lifecycle):
 
     def warm_up(self) -> None:
         """Load the evaluator's model, warm up the generator, and build the web search (resolving its secret)."""
-        warm_up_all(self._corrector.evaluator, self.chat_generator, self.text_embedder, self.document_embedder)
+        warm_up_all(self._corrector.evaluator, self.chat_generator, self.judge_generator, self.text_embedder,
+                    self.document_embedder)
         if isinstance(self.web_search, _WebSearchComponent):
             self._corrector.web_search = self.web_search.provider
         else:
@@ -147,7 +155,7 @@ class CRAG(Lifecycle):
         if self.web_search is not None and not isinstance(self.web_search, _WebSearchComponent):
             raise TypeError(f"CRAG(web_search={type(self.web_search).__name__}(...)) cannot be saved: pass a "
                             "crag_haystack web-search component (SerpAPIWebSearch, ReplayWebSearch) to serialize")
-        return default_to_dict(self, **nested_to_dicts(self, ("web_search", *MODEL_PARTS)),
+        return default_to_dict(self, **nested_to_dicts(self, ("web_search", "judge_generator", *MODEL_PARTS)),
                                **{**self.config.to_dict(), "evaluator_options": self.evaluator_options},
                                device=self.device.to_dict() if self.device else None)
 
@@ -155,7 +163,7 @@ class CRAG(Lifecycle):
     def from_dict(cls, data: dict[str, Any]) -> "CRAG":
         """Rebuild the component from `to_dict`'s output."""
         deserialize_device(data["init_parameters"])
-        return from_dict_with_nested(cls, data, ("web_search", *MODEL_PARTS))
+        return from_dict_with_nested(cls, data, ("web_search", "judge_generator", *MODEL_PARTS))
 
     def _outputs(self, result: CorrectionResult, span: Any) -> dict[str, Any]:
         span.set_tag("crag.action", result.action.value)

@@ -34,7 +34,7 @@ class KnowledgeRefiner(Lifecycle):
 
     __module__ = RANKERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
-    def __init__(self, evaluator: str | RetrievalEvaluator = "default",
+    def __init__(self, evaluator: str | RetrievalEvaluator = "auto",
                  refine_mode: RefineMode = "excerption", strip_top_k: int = 5,
                  strip_threshold: float = -0.5, origin: Literal["internal", "web"] = "internal",
                  score_titles: bool = False, chat_generator: ChatGenerator | None = None,
@@ -53,7 +53,8 @@ class KnowledgeRefiner(Lifecycle):
         :param strip_threshold: strips scoring below this are dropped.
         :param origin: "web" marks the strips as web knowledge (`crag_origin`).
         :param score_titles: score "title: text" when a document has a title its text does not start with.
-        :param chat_generator: a Haystack chat generator, for `evaluator="llm"`.
+        :param chat_generator: a Haystack chat generator: judges the documents with `evaluator="auto"` (the
+            default; without a generator "auto" is "default") or `"llm"`.
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param max_strip_chars: no strip is longer; text without sentence punctuation is cut at word boundaries.
@@ -127,7 +128,7 @@ class KnowledgeRefiner(Lifecycle):
             return {"documents": list(documents)}
         with observed("refine", "KnowledgeRefiner", query) as span:
             refinement = self._corrector.refine(query, [to_passage(d) for d in documents], web=self.origin == "web",
-                                                top_k=strip_top_k)
+                                                top_k=strip_top_k, judged=judged(documents))
             return self._outputs(refinement, documents, span)
 
     @component.output_types(documents=list[Document])
@@ -145,8 +146,16 @@ class KnowledgeRefiner(Lifecycle):
             return {"documents": list(documents)}
         with observed("refine", "KnowledgeRefiner", query) as span:
             refinement = await self._corrector.arefine(query, [to_passage(d) for d in documents],
-                                                       web=self.origin == "web", top_k=strip_top_k)
+                                                       web=self.origin == "web", top_k=strip_top_k,
+                                                       judged=judged(documents))
             return self._outputs(refinement, documents, span)
+
+
+def judged(documents: list[Document]) -> list[tuple[float, str] | None]:
+    """Each document's (score, judge) as a `RetrievalRouter` stamped it, None where it was not judged there."""
+    return [(float(d.meta["crag_score"]), d.meta["crag_judge"])
+            if isinstance(d.meta.get("crag_judge"), str) and isinstance(d.meta.get("crag_score"), (int, float))
+            else None for d in documents]
 
 
 keep_earlier_type_string(KnowledgeRefiner, "knowledge_refiner")

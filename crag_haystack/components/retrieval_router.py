@@ -38,8 +38,10 @@ INCORRECT_RETRIEVAL = "the retrieved documents were judged irrelevant"
 class RetrievalRouter(Lifecycle):
     """CRAG's retrieval evaluator and action trigger (paper sections 4.2-4.3) as a routing component.
 
-    Documents leave as copies carrying the evaluator's score (`score`, `meta["crag_score"]`) and
-    `meta["crag_action"]`, exactly as `Corrector.judge` decides:
+    Documents leave as copies carrying the evaluator's score (`score`, `meta["crag_score"]`),
+    `meta["crag_action"]` and, from the LLM judge, which judge scored each (`meta["crag_judge"]`: "llm", or its
+    offline partner's spec where it stood in; a `KnowledgeRefiner` keeps the strips of the passages the LLM
+    accepted), exactly as `Corrector.judge` decides:
     - Correct / Ambiguous: the documents that go on to refinement (score ≥ lower, with text) leave on
       `correct` / `ambiguous`; the others on `discarded`;
     - Incorrect: the paper discards the documents: `incorrect` carries none (it only triggers its branch)
@@ -65,7 +67,7 @@ class RetrievalRouter(Lifecycle):
 
     __module__ = ROUTERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
-    def __init__(self, evaluator: str | RetrievalEvaluator = "default", upper: float | None = None,
+    def __init__(self, evaluator: str | RetrievalEvaluator = "auto", upper: float | None = None,
                  lower: float | None = None, thresholds_path: str | None = None, score_titles: bool = False,
                  chat_generator: ChatGenerator | None = None, text_embedder: Any | None = None,
                  document_embedder: Any | None = None, on_web_failure: OnWebFailure = "drop",
@@ -85,7 +87,8 @@ class RetrievalRouter(Lifecycle):
         :param lower: Incorrect when every score is below this; default: the evaluator's own.
         :param thresholds_path: thresholds JSON from `crag calibrate`; wins over `upper`/`lower`.
         :param score_titles: score "title: text" when a document has a title its text does not start with.
-        :param chat_generator: a Haystack chat generator, for `evaluator="llm"`.
+        :param chat_generator: a Haystack chat generator: judges the documents with `evaluator="auto"` (the
+            default; without a generator "auto" is "default") or `"llm"`.
         :param text_embedder: with `evaluator="embedding"`, the pipeline's Haystack text embedder (queries).
         :param document_embedder: with `evaluator="embedding"`, its document embedder (passages, batched).
         :param on_web_failure: "drop" (Incorrect documents leave on `discarded`) or "keep" (on `incorrect`,
@@ -152,7 +155,9 @@ class RetrievalRouter(Lifecycle):
         corrector = self._corrector
         stamp = (ambiguous_rule(query, judgment.thresholds[0], corrector.on_web_failure, corrector.ambiguous,
                                 corrector.question_language(query)).stamp() if action is Action.AMBIGUOUS else {})
-        routed = [scored_copy(d, s, crag_action=action.value, **stamp) for d, s in zip(documents, judgment.scores)]
+        judges = judgment.judges
+        routed = [scored_copy(d, s, crag_action=action.value, **stamp, **({"crag_judge": j} if j else {}))
+                  for d, s, j in zip(documents, judgment.scores, judges)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
         kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)
         outputs: dict[str, Any] = {action.value: [d for i, d in enumerate(routed) if i in kept],

@@ -48,7 +48,12 @@ def checked_scores(evaluator: RetrievalEvaluator, answer: object, expected: int,
     if reasons and (not isinstance(reasons, (list, tuple)) or len(reasons) != expected
                     or not all(isinstance(r, str) for r in reasons)):
         raise ValueError(f"evaluator {name} returned reasons that are not one string per text ({expected} texts)")
-    return Evaluation([clip(score) for score in scores], list(answer.notes), list(reasons))
+    judges = answer.judges
+    if judges and (not isinstance(judges, (list, tuple)) or len(judges) != expected
+                   or not all(isinstance(j, str) for j in judges)):
+        raise ValueError(f"evaluator {name} returned judges that are not one string per text ({expected} texts)")
+    return Evaluation([clip(score) for score in scores], list(answer.notes), list(reasons), list(judges),
+                      list(answer.faults), answer.llm_calls)
 
 
 def checked_response(provider: WebSearch, response: object) -> WebSearchResponse:

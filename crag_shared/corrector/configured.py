@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import CRAGConfig
 from ..evaluators.base import RetrievalEvaluator
-from ..evaluators.spec import evaluator_from_spec, evaluator_kind, shared_evaluator
+from ..evaluators.spec import LLM_KINDS, evaluator_from_spec, evaluator_kind, shared_evaluator
 from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -23,16 +23,20 @@ def evaluator_settings(config: CRAGConfig, spec: str | None = None) -> dict[str,
     spec = spec or config.evaluator
     options = dict(config.evaluator_options or {}) if spec == config.evaluator else {}
     kind = evaluator_kind(spec)
-    if config.language != "en" and (kind in ("lexical", "default") or "embedding" in kind):
+    if config.language != "en" and (kind in ("lexical", "default", "auto") or "embedding" in kind):
         options.setdefault("language", config.language)
     return options
 
 
 def config_evaluator(config: CRAGConfig, llm: LLM | None = None) -> RetrievalEvaluator:
-    """The evaluator the config's spec names: LLM judges are built with `llm`; models are shared per process
-    (`shared_evaluator`), so several components naming one model load it once."""
-    if evaluator_kind(config.evaluator) == "llm":
+    """The evaluator the config's spec names: LLM judges ("llm", and "auto" where there is an LLM) are built with
+    `llm`; models are shared per process (`shared_evaluator`), so several components naming one model load it
+    once."""
+    kind = evaluator_kind(config.evaluator)
+    if kind == "llm" or (kind == "auto" and llm is not None):
         return evaluator_from_spec(config.evaluator, llm=llm, **evaluator_settings(config))
+    if kind in LLM_KINDS:
+        return shared_evaluator("default", evaluator_settings(config) or None)
     return shared_evaluator(config.evaluator, evaluator_settings(config) or None)
 
 
@@ -52,10 +56,11 @@ def config_refiner(config: CRAGConfig, *, web: bool = False) -> StripRefiner:
                         language=config.language)
 
 
-def corrector_parts(config: CRAGConfig, llm: LLM | None = None,
-                    evaluator: RetrievalEvaluator | None = None) -> dict[str, Any]:
-    """Every `Corrector` argument the config sets, by name (`llm` serves the rewriter and an LLM judge)."""
-    evaluator = evaluator or config_evaluator(config, llm)
+def corrector_parts(config: CRAGConfig, llm: LLM | None = None, evaluator: RetrievalEvaluator | None = None,
+                    judge_llm: LLM | None = None) -> dict[str, Any]:
+    """Every `Corrector` argument the config sets, by name (`llm` serves the rewriter, `judge_llm` the LLM
+    judge)."""
+    evaluator = evaluator or config_evaluator(config, judge_llm)
     fallback = (shared_evaluator(config.fallback_evaluator,
                                  evaluator_settings(config, config.fallback_evaluator) or None)
                 if config.fallback_evaluator else None)

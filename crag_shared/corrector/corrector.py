@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 from ..aio import in_thread
 from ..config import CRAGConfig
 from ..evaluators.base import EvaluatorConfigurationError, RetrievalEvaluator
-from ..evaluators.spec import default_evaluator, describe, evaluator_from_spec
+from ..evaluators.spec import describe, evaluator_from_spec
 from ..llm import LLM
 from ..policy import ActionPolicy
 from ..refine import StripRefiner
@@ -45,13 +45,14 @@ T = TypeVar("T")
 _LEXICAL = evaluator_from_spec("lexical")
 
 
-def _evaluator(value: RetrievalEvaluator | str | None, name: str) -> RetrievalEvaluator | None:
-    """An evaluator given as an instance or as its spec ("lexical", "cross-encoder:PATH"...), or None; any
-    other value is the caller's bug, named."""
+def _evaluator(value: RetrievalEvaluator | str | None, name: str, llm: LLM | None = None
+               ) -> RetrievalEvaluator | None:
+    """An evaluator given as an instance or as its spec ("lexical", "cross-encoder:PATH", "llm"...; the LLM
+    judge's specs take `llm`), or None; any other value is the caller's bug, named."""
     if value is None or isinstance(value, RetrievalEvaluator):
         return value
     if isinstance(value, str):
-        return evaluator_from_spec(value)
+        return evaluator_from_spec(value, llm=llm)
     raise TypeError(f"{name} must be a RetrievalEvaluator or an evaluator spec string, got {type(value).__name__}")
 
 
@@ -109,6 +110,7 @@ class Corrector(Walks):
         fallback_evaluator: RetrievalEvaluator | str | None = _LEXICAL,
         score_titles: bool = False,
         language: str | None = None,
+        llm: LLM | None = None,
     ) -> None:
         if on_web_failure not in ("keep", "drop"):
             raise ValueError(f"on_web_failure must be 'keep' or 'drop', got {on_web_failure!r}")
@@ -118,13 +120,14 @@ class Corrector(Walks):
             raise ValueError(f"web_top_k must be at least 1, got {web_top_k}")
         if web_search is not None and not isinstance(web_search, WebSearch):
             raise TypeError("web_search must provide search(query, top_k) and asearch(query, top_k)")
-        evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator"),
+        evaluator, fallback_evaluator = (_evaluator(evaluator, "evaluator", llm),
                                          _evaluator(fallback_evaluator, "fallback_evaluator"))
-        self.evaluator = evaluator or default_evaluator(language if language is not None else "en")
+        self.evaluator = evaluator or evaluator_from_spec(
+            "auto", llm=llm, **({"language": language} if language is not None else {}))
         self.policy = policy or ActionPolicy.for_evaluator(self.evaluator)
         self.refiner = refiner or StripRefiner("excerption")
         self.web_refiner = web_refiner or StripRefiner("selection")
-        self.rewriter = rewriter or QueryRewriter()
+        self.rewriter = rewriter or QueryRewriter(llm)
         self.web_search = web_search
         self.web_top_k = web_top_k
         self.on_web_failure = on_web_failure
@@ -136,12 +139,15 @@ class Corrector(Walks):
 
     @classmethod
     def from_config(cls, config: CRAGConfig, *, llm: LLM | None = None, web_search: WebSearch | None = None,
-                    evaluator: RetrievalEvaluator | None = None) -> Corrector:
-        """A Corrector with `config`'s settings; `llm` serves the rewriter (and the LLM judge if chosen), and
-        `evaluator` replaces the one the config names (an instance its spec cannot rebuild)."""
+                    evaluator: RetrievalEvaluator | None = None, judge_llm: LLM | Literal["llm"] | None = "llm"
+                    ) -> Corrector:
+        """A Corrector with `config`'s settings; `llm` serves the rewriter and, unless `judge_llm` names another
+        (or None: no LLM judges), the LLM judge: `evaluator="auto"`, the default, judges with it where there is
+        one. `evaluator` replaces the one the config names (an instance its spec cannot rebuild)."""
         if not isinstance(config, CRAGConfig):
             raise TypeError(f"from_config takes a CRAGConfig, got {type(config).__name__}")
-        return cls(web_search=web_search, **corrector_parts(config, llm, evaluator))
+        judge = llm if judge_llm == "llm" else judge_llm
+        return cls(web_search=web_search, **corrector_parts(config, llm, evaluator, judge))
 
     # -- drivers --------------------------------------------------------------------------------------
     def correct(self, query: str, passages: Sequence[str | Passage]) -> CorrectionResult:
@@ -252,15 +258,18 @@ class Corrector(Walks):
         return await self._adrive(self._finish_slice(judgment, web))
 
     def refine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
-               top_k: int | None = None) -> Refinement:
+               top_k: int | None = None, judged: Sequence[tuple[float, str] | None] | None = None) -> Refinement:
         """Only refine: decompose, filter and recompose `passages` (web paragraphs if `web=True`); `top_k`
-        overrides how many strips are kept, for this call."""
-        return self._drive(self._refine_only(query, passages, web, top_k))
+        overrides how many strips are kept, for this call. `judged`: each passage's (score, judge) from an
+        earlier `judge()` (None where unknown; the Haystack router stamps them): the strips of a passage the LLM
+        judge accepted keep that acceptance, as in `correct()`."""
+        return self._drive(self._refine_only(query, passages, web, top_k, judged))
 
     async def arefine(self, query: str, passages: Sequence[str | Passage], *, web: bool = False,
-                      top_k: int | None = None) -> Refinement:
+                      top_k: int | None = None, judged: Sequence[tuple[float, str] | None] | None = None
+                      ) -> Refinement:
         """Async `refine`."""
-        return await self._adrive(self._refine_only(query, passages, web, top_k))
+        return await self._adrive(self._refine_only(query, passages, web, top_k, judged))
 
     def _drive(self, walk: Step[T]) -> T:
         answer: Answer = None

@@ -67,12 +67,28 @@ class QueryFailed:
 
 @dataclass
 class ScoringState:
-    """Per-query state: the evaluator in use (it changes on fallback), its policy, and the score cache."""
+    """Per-query state: the evaluator in use (it changes on fallback), its policy, and the score cache; the
+    evaluator of strips (`RetrievalEvaluator.strip_evaluator`) with its own cache when it is another one; by
+    text, why a text was lowered and which judge scored it (where the evaluator asks several); LLM calls made."""
 
     evaluator: RetrievalEvaluator
     policy: ActionPolicy
     cache: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # why the evaluator lowered a text, by text
+    judges: dict[str, str] = field(default_factory=dict)
+    strip_evaluator: RetrievalEvaluator | None = None
+    strip_cache: dict[str, float] = field(default_factory=dict)
+    llm_calls: int = 0
+
+    def __post_init__(self) -> None:
+        if self.strip_evaluator is None:
+            self.strip_evaluator = self.evaluator.strip_evaluator
+
+    def scorer(self, strips: bool) -> tuple[RetrievalEvaluator, dict[str, float]]:
+        """The evaluator and cache for passages, or for strips (the same pair unless strips have their own)."""
+        if strips and self.strip_evaluator is not self.evaluator and self.strip_evaluator is not None:
+            return self.strip_evaluator, self.strip_cache
+        return self.evaluator, self.cache
 
 
 Request: TypeAlias = "ScoreRequest | WebRequest | BothRequest"

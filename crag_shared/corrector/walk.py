@@ -65,6 +65,7 @@ from .protocol import (
     WebAnswer,
     WebRequest,
 )
+from .verdicts import accepted_by_llm, decided_by, seed_verdicts, within_verdicts
 
 NO_WEB_SEARCH = "no web search configured"
 
@@ -216,13 +217,17 @@ class Walks:
         trace.add(Input(len(items), len(valid), describe(state.evaluator), language_of(state.evaluator, query)))
         scores = [-1.0] * len(items)
         started = time.perf_counter()
-        valid_scores = yield from self._score(state, trace, query, [self._scored_text(items[i]) for i in valid])
+        valid_scores = yield from self._score(state, trace, query,
+                                                  [self._scored_text(items[i], state.evaluator) for i in valid])
         for i, s in zip(valid, valid_scores):
             scores[i] = s
         scored = set(valid)  # a set: a membership test on the list would make this quadratic in the passages
-        reasons = [state.reasons.get(" ".join(self._scored_text(p).split()), "") if i in scored else ""
-                   for i, p in enumerate(items)]
-        trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else []))
+        keys = [" ".join(self._scored_text(p, state.evaluator).split()) if i in scored else ""
+                for i, p in enumerate(items)]
+        reasons = [state.reasons.get(k, "") if k else "" for k in keys]
+        judges = [state.judges.get(k, "") if k else "" for k in keys]
+        trace.add(Evaluated(list(scores), ms_since(started), reasons if any(reasons) else [],
+                            judges if any(judges) else [], state.llm_calls))
         action = state.policy.decide(valid_scores)
         upper, lower = state.policy.upper, state.policy.lower
         why, follow_up = "", None
@@ -234,17 +239,19 @@ class Walks:
                 action = Action.AMBIGUOUS
                 why = (f"the question names no one but '{pronoun}': judged at most Ambiguous (give CRAG the "
                        "standalone question, e.g. a chat engine's condensed question)")
-        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None), why, follow_up))
+        trace.add(Decided(action.value, upper, lower, max(valid_scores, default=None), why, follow_up,
+                          decided_by(describe(state.evaluator), [j for j in judges if j], state.llm_calls)))
         if action is not Action.CORRECT:
             kept = [] if action is Action.INCORRECT else [i for i in valid if scores[i] >= lower]
             trace.add(PassagesFiltered(action.value, kept, [BelowLower(i, items[i].id, scores[i])
                                                             for i in valid if scores[i] < lower]))
         return valid, scores, action
 
-    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool, top_k: int | None
-                     ) -> Step[Refinement]:
+    def _refine_only(self, query: str, passages: Sequence[str | Passage], web: bool, top_k: int | None,
+                     judged: Sequence[tuple[float, str] | None] | None = None) -> Step[Refinement]:
         query, items = check_query(query), as_passages(passages)
         trace, state = Trace(), ScoringState(self.evaluator, self.policy)
+        seed_verdicts(state, [" ".join(self._scored_text(p, state.evaluator).split()) for p in items], judged or ())
         valid = [i for i, p in enumerate(items) if isinstance(p.text, str) and p.text.strip()]
         refiner, origin = (self.web_refiner, Origin.WEB) if web else (self.refiner, Origin.INTERNAL)
         if top_k is not None:
@@ -258,37 +265,48 @@ class Walks:
         found = yield WebRequest(question, self.web_top_k)
         return self._read_web(question, cast(WebAnswer, found))
 
-    def _scored_text(self, passage: Passage) -> str:
+    def _scored_text(self, passage: Passage, evaluator: RetrievalEvaluator) -> str:
         text = passage.text or ""
-        return titled(text, passage.title) if self.score_titles else text
+        return titled(text, passage.title) if self.score_titles or evaluator.reads_titles else text
 
-    def _score(self, state: ScoringState, trace: Trace, query: str, texts: list[str]
+    def _score(self, state: ScoringState, trace: Trace, query: str, texts: list[str], *, strips: bool = False
                ) -> Step[list[float]]:
-        """Score texts, each distinct text once per query; on evaluator failure switch to the fallback.
+        """Score texts, each distinct text once per query; on evaluator failure switch to the fallback. Strips
+        go to the state's strip evaluator (`RetrievalEvaluator.strip_evaluator`).
 
         Texts that differ only in whitespace count as one (every evaluator here tokenizes on whitespace): a
         passage's single strip is its text without the leading space, and need not be scored again."""
+        evaluator, cache = state.scorer(strips)
         keys = [" ".join(t.split()) for t in texts]
-        missing = list({k: t for k, t in zip(keys, texts) if k not in state.cache}.items())
+        missing = list({k: t for k, t in zip(keys, texts) if k not in cache}.items())
         if missing:
-            answer = yield ScoreRequest(state.evaluator, query, [text for _, text in missing])
+            answer = yield ScoreRequest(evaluator, query, [text for _, text in missing])
             if not isinstance(answer, Failed):
-                answer = checked_scores(state.evaluator, answer, len(missing), trace)
+                answer = checked_scores(evaluator, answer, len(missing), trace)
             if isinstance(answer, Failed):
                 fallback = self.fallback_evaluator
-                if fallback is None or state.evaluator is fallback:
+                if fallback is None or evaluator is fallback:
                     raise answer.error
-                trace.fallback("evaluate", f"{describe(state.evaluator)} failed: {type(answer.error).__name__}: "
+                trace.fallback("evaluate", f"{describe(evaluator)} failed: {type(answer.error).__name__}: "
                                f"{answer.error}", f"scored with {describe(fallback)} and its thresholds")
-                state.evaluator, state.policy = fallback, ActionPolicy.for_evaluator(fallback)
-                state.cache.clear()
-                state.reasons.clear()
-                return (yield from self._score(state, trace, query, texts))
+                if evaluator is state.evaluator:
+                    state.evaluator, state.policy = fallback, ActionPolicy.for_evaluator(fallback)
+                    state.cache.clear()
+                    state.reasons.clear()
+                    state.judges.clear()
+                state.strip_evaluator = fallback
+                state.strip_cache.clear()
+                return (yield from self._score(state, trace, query, texts, strips=strips))
             for note in answer.notes:
                 trace.add(EvaluatorNote(note))
-            state.cache.update(zip((key for key, _ in missing), answer.scores))
-            state.reasons.update((key, reason) for (key, _), reason in zip(missing, answer.reasons) if reason)
-        return [state.cache[k] for k in keys]
+            for fault in answer.faults:
+                trace.fallback("evaluate", fault.reason, fault.applied)
+            state.llm_calls += answer.llm_calls
+            cache.update(zip((key for key, _ in missing), answer.scores))
+            if not strips or cache is state.cache:
+                state.reasons.update((key, reason) for (key, _), reason in zip(missing, answer.reasons) if reason)
+                state.judges.update((key, judge) for (key, _), judge in zip(missing, answer.judges))
+        return [cache[k] for k in keys]
 
     def _refine(self, state: ScoringState, trace: Trace, query: str, passages: Sequence[Passage], indices: list[int],
                 refiner: StripRefiner, origin: Origin, threshold: float | None = None
@@ -298,9 +316,14 @@ class Walks:
             if len(passages[i].text or "") > refiner.max_chars:
                 trace.add(TruncatedPassage(i, len(passages[i].text or ""), refiner.max_chars))
         pieces = refiner.decompose([(i, passages[i].text or "") for i in indices])
-        titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title)) for p in pieces]
-        piece_scores = yield from self._score(state, trace, query, titled)
+        reader = state.scorer(True)[0]
+        titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title), reader) for p in pieces]
+        piece_scores = yield from self._score(state, trace, query, titled, strips=True)
         selecting = with_threshold(refiner, threshold) if threshold is not None else refiner
+        if origin is Origin.INTERNAL and state.judges:
+            keys = {i: " ".join(self._scored_text(passages[i], state.evaluator).split()) for i in indices}
+            piece_scores = within_verdicts(pieces, piece_scores, accepted_by_llm(state, keys),
+                                           max(state.policy.upper, selecting.threshold))
         strips = selecting.select(pieces, piece_scores, passages, origin)
         trace.add(Refined(origin.value, refiner.mode, len(indices), len(pieces), len(strips),
                           [round(s, 4) for s in piece_scores], ms_since(started)))

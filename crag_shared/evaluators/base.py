@@ -19,14 +19,32 @@ class EvaluatorConfigurationError(ValueError):
     caller at the first use (or at `warm_up`)."""
 
 
+#: How the LLM judge names itself among the judges of an `Evaluation` (`Evaluation.judges`).
+LLM_JUDGE = "llm"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A runtime fault an evaluator recovered from itself (an LLM that failed, timed out or answered out of
+    format): why, and what scored instead. The corrector records each as a fallback in the trace."""
+
+    reason: str
+    applied: str
+
+
 @dataclass
 class Evaluation:
-    """Scores in input order, plus notes about anything unusual (e.g. an unparsable LLM verdict), and, from
-    evaluators that explain their scores, one reason per text ("" where there is none to give)."""
+    """Scores in input order, plus notes about anything unusual, and, from evaluators that explain their
+    scores, one reason per text ("" where there is none to give). An evaluator that asks another judge for
+    some texts (the LLM judge and its offline partner) says which judge gave each score (`judges`, empty when
+    it gave them all), which faults it recovered from (`faults`) and how many LLM calls it made."""
 
     scores: list[float]
     notes: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    llm_calls: int = 0
 
 
 class RetrievalEvaluator(ABC):
@@ -39,6 +57,14 @@ class RetrievalEvaluator(ABC):
 
     #: (upper, lower) action thresholds suited to this evaluator's scores.
     default_thresholds: ClassVar[tuple[float, float]] = (0.5, -0.5)
+    #: Whether it reads a passage's title with its text ("title: text"), whatever `score_titles` says.
+    reads_titles: ClassVar[bool] = False
+
+    @property
+    def strip_evaluator(self) -> "RetrievalEvaluator":
+        """Who scores the strips of the passages this evaluator judged: itself, unless it is too costly to ask
+        again (the LLM judge names its offline partner)."""
+        return self
 
     @property
     def thresholds(self) -> tuple[float, float]:

@@ -22,7 +22,6 @@ from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
 from .embedding import SPEC_SUFFIX, EmbeddingEvaluator, Unit, embedding_kind
 from .lexical import LexicalEvaluator
-from .llm import LLMEvaluator
 from .onnx import OnnxCrossEncoderEvaluator
 from .onnx_embedding import OnnxEmbeddingEvaluator
 from .reader import ReaderEvaluator
@@ -62,6 +61,9 @@ def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvalu
                 lambda e: e.model_name or "", placeholder="PATH_OR_ID", accepts=lambda e: e.unit == unit)
 
 
+#: The kinds built with the adapter's LLM (registered by `crag_shared.evaluators.llm`): "llm" always judges with
+#: it; "auto" does where there is one, else takes "default".
+LLM_KINDS = ("llm", "auto")
 #: The environment setting that pins the judge "default" stands for, as a spec (e.g. "lexical" for a
 #: deployment that must not load a model, or a test suite written for the lexical judge).
 DEFAULT_ENV = "CRAG_DEFAULT_EVALUATOR"
@@ -120,15 +122,6 @@ def _custom(target: str, **kwargs: object) -> RetrievalEvaluator:
                      "pass the instance itself (evaluator=...)")
 
 
-def _judge(target: str, *, llm: LLM | None = None, **kwargs: Any) -> LLMEvaluator:
-    if llm is None:
-        raise ValueError(f"evaluator 'llm{':' + target if target else ''}' needs an LLM: pass llm=... (a chat "
-                         "generator in Haystack; the LLM of your LlamaIndex app)")
-    if target not in ("", "batched", "per_document"):
-        raise ValueError(f"evaluator 'llm:{target}': the mode is 'batched' (the default) or 'per_document'")
-    return LLMEvaluator(llm, mode=target or "batched", **kwargs)  # type: ignore[arg-type]
-
-
 EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
     Kind("default", "none", lambda target, **kwargs: default_evaluator(**kwargs)),
     Kind("lexical", "none", lambda target, **kwargs: LexicalEvaluator(**kwargs), LexicalEvaluator, lambda e: ""),
@@ -140,8 +133,6 @@ EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
     *(_embedding(EmbeddingEvaluator, unit) for unit in get_args(Unit)),
     *(_embedding(OnnxEmbeddingEvaluator, unit) for unit in get_args(Unit)),
     Kind("combined", "required", _combination, CombinedEvaluator, _combination_path, placeholder="FILE_OR_NAME"),
-    Kind("llm", "optional", _judge, LLMEvaluator, lambda e: "" if e.mode == "batched" else e.mode,
-         placeholder="per_document"),
     Kind("custom", "required", _custom, placeholder="MODULE.CLASS"),  # written by adapters for your own class
 ])
 
@@ -235,7 +226,7 @@ def evaluator_from_spec(spec: str, *, llm: LLM | None = None, **kwargs: Any) -> 
     A target that is a path (absolute, relative with ./ or ../, or under ~) must exist: a typo fails
     here, not at the first query; anything else is taken as a hub id."""
     kind, target = EVALUATOR_SPECS.parse(spec)
-    if kind.name == "llm":
+    if kind.name in LLM_KINDS:
         return kind.build(target, llm=llm, **kwargs)
     return kind.build(target, **kwargs)
 
@@ -268,7 +259,7 @@ def evaluator_options(evaluator: RetrievalEvaluator) -> dict[str, Any]:
         reference: RetrievalEvaluator = EmbeddingEvaluator(embed_query=settings["embed_query"],  # type: ignore[arg-type]
                                                            embed_texts=settings["embed_texts"],  # type: ignore[arg-type]
                                                            unit=unit)  # type: ignore[arg-type]
-    elif evaluator_kind(spec) == "llm":  # its LLM is the adapter's, passed again on rebuilding
+    elif evaluator_kind(spec) in LLM_KINDS:  # its LLM is the adapter's, passed again on rebuilding
         reference = evaluator_from_spec(spec, llm=getattr(evaluator, "llm", None))
     else:
         reference = evaluator_from_spec(spec)

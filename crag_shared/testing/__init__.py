@@ -11,6 +11,7 @@ from .fakes import (
     hashing_vector,
     keyword_reply,
 )
+from .judging import judge_reply
 
 __all__ = ["SEARCH_FAULTS", "FakePage", "FakeWeb", "build_bert_evaluator", "build_t5_evaluator", "build_tokenizer",
-           "hashing_vector", "keyword_reply"]
+           "hashing_vector", "judge_reply", "keyword_reply"]
