@@ -24,6 +24,7 @@ from .components import (
 from .embedding import embedding_evaluator
 from .llm import HaystackChatLLM
 from .pipeline import build_crag_pipeline
+from .recorded import RecordedChatGenerator
 from .tools import knowledge_text
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "KnowledgeRefiner",
     "NoAnswerReply",
     "ProviderWebSearch",
+    "RecordedChatGenerator",
     "ReplayWebSearch",
     "RetrievalRouter",
     "SearchQueryRewriter",

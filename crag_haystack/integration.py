@@ -16,6 +16,7 @@ WEBSEARCH = "haystack_integrations.components.websearch.crag"
 QUERY = "haystack_integrations.components.query.crag"
 BUILDERS = "haystack_integrations.components.builders.crag"
 RETRIEVERS = "haystack_integrations.components.retrievers.crag"
+GENERATORS = "haystack_integrations.components.generators.crag"
 
 
 def keep_earlier_type_string(cls: type, file: str) -> None:

@@ -1,5 +1,5 @@
-"""Offline stand-ins for LlamaIndex apps: a hashing embedding, a rule-driven LLM and a fixed retriever (no
-downloads, no keys)."""
+"""Offline stand-ins for LlamaIndex apps: a hashing embedding, a rule-driven LLM, an LLM replaying a recording
+and a fixed retriever (no downloads, no keys)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.base import BaseEvent
-from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms import LLM, CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from crag_shared.adapter import RecordedLLM as Recording
 from crag_shared.testing import hashing_vector, judge_reply, keyword_reply
 
 
@@ -144,3 +145,48 @@ def offline_settings() -> Iterator[None]:
         yield
     finally:
         Settings._llm, Settings._embed_model = previous
+
+
+class RecordedLLM(CustomLLM):
+    """A LlamaIndex LLM that answers from a recording, keyed by the prompt (`crag_shared.RecordedLLM`): record
+    once with your real LLM (`llm=`, `mode="record"` or `"auto"`), then replay it in CI with no key and no
+    network (`mode="replay"`, the default; an unrecorded prompt raises `RecordingMissing`). Chat calls are
+    recorded by the prompt LlamaIndex renders from the messages."""
+
+    path: str = Field(description="the recording (JSON Lines)")
+    mode: str = Field(default="replay", description="'replay', 'record' or 'auto'")
+    _recording: Recording = PrivateAttr()
+    _llm: LLM | None = PrivateAttr(default=None)
+
+    def __init__(self, path: str, llm: LLM | None = None, *, mode: str = "replay", **data: Any) -> None:
+        super().__init__(path=str(path), mode=mode, **data)
+        self._llm = llm
+        self._recording = Recording(path, mode=mode, records_elsewhere=llm is not None)  # type: ignore[arg-type]
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        """A completion model's metadata."""
+        return LLMMetadata(model_name="recorded", is_chat_model=False)
+
+    @property
+    def calls(self) -> int:
+        """The prompts answered so far (replayed or recorded)."""
+        return self._recording.calls
+
+    def _answer(self, prompt: str) -> str:
+        reply = self._recording.replayed(prompt)
+        if reply is not None:
+            return reply
+        assert self._llm is not None  # the recording refuses to record without one
+        return self._recording.record(prompt, self._llm.complete(prompt).text)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The recorded reply (recording it first where the mode asks the LLM)."""
+        return CompletionResponse(text=self._answer(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """The recorded reply as one chunk."""
+        text = self._answer(prompt)
+        yield CompletionResponse(text=text, delta=text)

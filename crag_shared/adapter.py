@@ -20,6 +20,7 @@ from .evaluators.judge_prompt import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
 from .policy import ActionPolicy
+from .recorded import RecordedLLM, RecordingMissing
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
 from .summary import Summary, SummaryAbstention, SummaryStrip, Verdict, verdict_html
 from .trace import Fallback, logging_to
@@ -179,6 +180,8 @@ __all__ = [
     "QACalibration",
     "QAPair",
     "QueryRewriter",
+    "RecordedLLM",
+    "RecordingMissing",
     "RefineMode",
     "Refinement",
     "ReplaySearch",

@@ -55,12 +55,14 @@ class RecordedLLM:
     `mode="replay"` (default) answers only from `path` and raises `RecordingMissing` for a prompt it has no reply
     for; `"record"` asks `llm` every time and appends its reply; `"auto"` replays what is recorded and records
     the rest. `calls` counts the prompts answered, `prompts` keeps them in order (for tests that count calls).
+    An adapter that asks its framework's LLM itself (`records_elsewhere`) uses `replayed` and `record` alone.
     """
 
-    def __init__(self, path: str | Path, llm: LLM | None = None, *, mode: Mode = "replay") -> None:
+    def __init__(self, path: str | Path, llm: LLM | None = None, *, mode: Mode = "replay",
+                 records_elsewhere: bool = False) -> None:
         if mode not in ("replay", "record", "auto"):
             raise ValueError(f"mode must be 'replay', 'record' or 'auto', got {mode!r}")
-        if mode != "replay" and llm is None:
+        if mode != "replay" and llm is None and not records_elsewhere:
             raise ValueError(f"mode={mode!r} records replies: pass the llm that gives them")
         self.path = Path(path)
         self.llm = check_llm(llm) if llm is not None else None
@@ -76,7 +78,9 @@ class RecordedLLM:
         """The prompts answered so far."""
         return len(self.prompts)
 
-    def _recorded(self, prompt: str) -> str | None:
+    def replayed(self, prompt: str) -> str | None:
+        """The recorded reply to `prompt` (counted as a call), or None where this mode asks the LLM instead;
+        `RecordingMissing` in replay mode for a prompt never recorded."""
         with self._lock:
             self.prompts.append(prompt)
         if self.mode == "record":
@@ -87,7 +91,8 @@ class RecordedLLM:
             raise RecordingMissing(f"{self.path}: no recorded reply for the prompt beginning {shown!r}")
         return reply
 
-    def _keep(self, prompt: str, reply: str) -> str:
+    def record(self, prompt: str, reply: str) -> str:
+        """Append `reply` to the recording under `prompt`'s key; return it."""
         key = prompt_key(prompt)
         line = json.dumps({"key": key, "prompt": prompt, "reply": reply}, ensure_ascii=False)
         with self._lock:
@@ -98,16 +103,16 @@ class RecordedLLM:
 
     def complete(self, prompt: str) -> str:
         """The recorded reply to `prompt` (asking the wrapped LLM where the mode records)."""
-        reply = self._recorded(prompt)
+        reply = self.replayed(prompt)
         if reply is not None:
             return reply
         assert self.llm is not None  # the constructor requires it outside replay
-        return self._keep(prompt, self.llm.complete(prompt))
+        return self.record(prompt, self.llm.complete(prompt))
 
     async def acomplete(self, prompt: str) -> str:
         """Async `complete`."""
-        reply = await in_thread(self._recorded, prompt)
+        reply = await in_thread(self.replayed, prompt)
         if reply is not None:
             return reply
         assert self.llm is not None
-        return self._keep(prompt, await self.llm.acomplete(prompt))
+        return self.record(prompt, await self.llm.acomplete(prompt))

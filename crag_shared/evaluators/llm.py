@@ -18,6 +18,7 @@ The thresholds are the offline judge's, so the LLM's ±1 and the offline scores 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -193,7 +194,7 @@ class LLMEvaluator(RetrievalEvaluator):
     def _complete(self, prompt: str) -> str:
         if self.timeout is None:
             return _text(self.llm.complete(prompt))
-        future = _POOL.submit(self.llm.complete, prompt)
+        future = _POOL.submit(contextvars.copy_context().run, self.llm.complete, prompt)  # the caller's spans, logs
         try:
             return _text(future.result(timeout=self.timeout))
         except FutureTimeout:
