@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crag_shared.corrector import Corrector
+from crag_shared.recorded import RecordedLLM
 from crag_shared.types import Passage
 
 from .near_miss import answer_kept, popqa_sets, squad_sets, written_sets
@@ -34,9 +35,10 @@ ENTRY_POINTS = ("core", "llamaindex postprocessor", "llamaindex query engine", "
 Answer = Callable[[str, list[Passage]], tuple[list[str], bool]]
 
 
-def core_answer() -> Answer:
-    """`Corrector.correct` as an entry point: the knowledge text it would hand the generator."""
-    corrector = Corrector()
+def core_answer(judge: RecordedLLM | None = None) -> Answer:
+    """`Corrector.correct` as an entry point: the knowledge text it would hand the generator; with `judge`, the
+    LLM judge replaying it (no evaluator argument), else the offline default."""
+    corrector = Corrector(llm=judge)
 
     def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:
         result = corrector.correct(question, passages)
@@ -45,21 +47,31 @@ def core_answer() -> Answer:
     return answer
 
 
-def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
-    """The LlamaIndex entry points over these rows, each with a recording stand-in LLM."""
+def llamaindex_answers(rows: Sequence[dict[str, Any]], judge: RecordedLLM | None = None) -> dict[str, Answer]:
+    """The LlamaIndex entry points over these rows, each with a recording stand-in LLM. Without `judge` they
+    judge with the offline default (`evaluator="default"`: the stand-in is no judge); with it, the app's LLM
+    replays `judge` for crag's judge prompts: the query engine and the workflow with no evaluator argument, the
+    postprocessor given `evaluator="llm"`."""
     from llama_index.core.query_engine import RetrieverQueryEngine
     from llama_index.core.schema import NodeWithScore, TextNode
 
     from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
-    from crag_llamaindex.testing import FixedRetriever, RuleLLM
+    from crag_llamaindex.testing import FixedRetriever, RuleLLM, first_context_line
+
+    from .llm_judge import JUDGE_MARK
 
     nodes = {r["question"]: [NodeWithScore(node=TextNode(text=p.text, id_=f"{i}-{p.id}", metadata={"title": p.title}),
                                            score=p.score) for p in r["passages"]] for i, r in enumerate(rows)}
     retriever = FixedRetriever(nodes)
-    llm = RuleLLM()
-    postprocessed = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[CRAGPostprocessor()])
-    engine = CRAGQueryEngine(retriever, llm=llm)
-    workflow = CRAGWorkflow(retriever, llm=llm, timeout=None)
+    if judge is None:
+        llm, settings = RuleLLM(), {"evaluator": "default"}
+    else:
+        llm = RuleLLM(lambda p: judge.complete(p) if JUDGE_MARK in p else f"[stand-in] {first_context_line(p)}")
+        settings = {}
+    postprocessed = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[
+        CRAGPostprocessor(llm=llm, evaluator=settings.get("evaluator", "llm"))])
+    engine = CRAGQueryEngine(retriever, llm=llm, **settings)
+    workflow = CRAGWorkflow(retriever, llm=llm, timeout=None, **settings)
 
     def recorded(run: Callable[[str], Any]) -> Answer:
         def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:
@@ -67,7 +79,7 @@ def llamaindex_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
             response = run(question)
             crag = (response.metadata or {}).get("crag")
             abstained = crag["abstained"] if crag else not response.source_nodes
-            return llm.prompts[before:], abstained
+            return [p for p in llm.prompts[before:] if JUDGE_MARK not in p], abstained
         return answer
 
     return {"llamaindex postprocessor": recorded(postprocessed.query),
@@ -79,18 +91,28 @@ async def _run_workflow(workflow: Any, question: str) -> Any:
     return await workflow.run(query=question)  # the workflow starts its tasks on the running loop
 
 
-def haystack_answers(rows: Sequence[dict[str, Any]]) -> dict[str, Answer]:
-    """The Haystack entry points over these rows, each with a recording stand-in generator."""
+def haystack_answers(rows: Sequence[dict[str, Any]], judge: RecordedLLM | None = None) -> dict[str, Answer]:
+    """The Haystack entry points over these rows, each with a recording stand-in generator. Without `judge` they
+    judge with the offline default; with it, the pipeline's generator replays `judge` for crag's judge prompts:
+    `build_crag_pipeline` with no evaluator argument, the `CRAG` component given the generator and
+    `evaluator="llm"`."""
     from haystack import Document, Pipeline
 
     from crag_haystack import build_crag_pipeline
     from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever, crag_component_pipeline
 
+    from .haystack_judging import JudgingGenerator
+
     documents = {r["question"]: [Document(content=p.text, id=f"{i}-{p.id}", meta={"title": p.title})
                                  for p in r["passages"]] for i, r in enumerate(rows)}
     component_generator, built_generator = ExtractiveChatGenerator(), ExtractiveChatGenerator()
-    component = crag_component_pipeline(FixedRetriever(documents), component_generator)
-    built = build_crag_pipeline(FixedRetriever(documents), built_generator)
+    if judge is None:
+        component = crag_component_pipeline(FixedRetriever(documents), component_generator, evaluator="default")
+        built = build_crag_pipeline(FixedRetriever(documents), built_generator, evaluator="default")
+    else:
+        judging = JudgingGenerator(judge, component_generator)
+        component = crag_component_pipeline(FixedRetriever(documents), judging, evaluator="llm", chat_generator=judging)
+        built = build_crag_pipeline(FixedRetriever(documents), JudgingGenerator(judge, built_generator))
 
     def recorded(pipeline: Pipeline, generator: ExtractiveChatGenerator) -> Answer:
         def answer(question: str, passages: list[Passage]) -> tuple[list[str], bool]:

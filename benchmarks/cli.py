@@ -132,9 +132,13 @@ def _judge_benches(benches: Any) -> None:
                         "(repeatable); default: every set")
     judges.add_argument("--half", action="append", dest="halves", choices=("tune", "test"),
                         help="default: both")
-    judges.add_argument("--entry-points", action="store_true", help="the default judge through every entry "
-                        "point (core, LlamaIndex postprocessor, query engine, workflow, Haystack component, "
-                        "build_crag_pipeline) instead of the core alone")
+    judges.add_argument("--entry-points", action="store_true", help="the default judge (with --recording: the LLM "
+                        "judge) through every entry point (core, LlamaIndex postprocessor, query engine, workflow, "
+                        "Haystack component, build_crag_pipeline) instead of the core alone")
+    judges.add_argument("--recording", help="the LLM judge's recorded replies (JSON lines: key, reply), for "
+                        "--evaluator llm / auto and --entry-points")
+    judges.add_argument("--prompt", default="sufficiency", choices=("sufficiency", "paper"),
+                        help="the judge prompt the recording answers (default: sufficiency)")
     prompts = benches.add_parser("llm-prompts", help="every prompt the LLM judge sends for the judge sets' "
                                  "questions, for whoever acts as the LLM to answer (JSON lines: key, prompt)")
     prompts.add_argument("--bench-dir")
@@ -143,6 +147,11 @@ def _judge_benches(benches: Any) -> None:
                          "(repeatable); default: every set")
     prompts.add_argument("--half", action="append", dest="halves", choices=("tune", "test"), help="default: both")
     prompts.add_argument("--prompt", default="sufficiency", choices=("sufficiency", "paper"))
+    skip = benches.add_parser("llm-skip", help="what skipping the LLM judge's call costs (answers) and saves (calls "
+                              "for off-topic retrieval), per offline judge and margin above its floor")
+    skip.add_argument("--bench-dir")
+    skip.add_argument("--evaluator", action="append", help="offline judges (default: default, lexical)")
+    skip.add_argument("--set", action="append", dest="sets", help="default: docs, facts, domains, popqa")
     train = benches.add_parser("train-reader", help="the reader's recipe: pairs, CPU training, ONNX int8 export, "
                                "thresholds fitted on the judge sets' tune halves")
     train.add_argument("--bench-dir")
@@ -166,11 +175,18 @@ def _bench_judges(args: argparse.Namespace) -> int:
     from .judges import run, run_entry_points
 
     bench = _bench_dir(args.bench_dir)
+    recording = Path(args.recording) if args.recording else None
+    if recording is not None and not recording.is_file():
+        raise UsageError(f"--recording {recording}: no such file")
     if args.entry_points:
-        run_entry_points(sys.stdout, bench, names=args.sets, halves=args.halves or ("tune", "test"))
+        run_entry_points(sys.stdout, bench, names=args.sets, halves=args.halves or ("tune", "test"),
+                         recording=recording)
     else:
-        run(sys.stdout, bench, evaluators=args.evaluator or ["default"], names=args.sets,
-            halves=args.halves or ("tune", "test"))
+        try:
+            run(sys.stdout, bench, evaluators=args.evaluator or ["default"], names=args.sets,
+                halves=args.halves or ("tune", "test"), recording=recording, prompt=args.prompt)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     return 0
 
 
@@ -182,6 +198,15 @@ def _bench_llm_prompts(args: argparse.Namespace) -> int:
     rows = selected_rows(every_set(_bench_dir(args.bench_dir), args.sets), halves)
     written = write_prompts(Path(args.out), judge_prompts_for(rows, prompt=args.prompt))
     print(f"{written} prompts for {len(rows)} questions -> {args.out}")
+    return 0
+
+
+def _bench_llm_skip(args: argparse.Namespace) -> int:
+    from .judges import every_set
+    from .llm_judge import skip_scan
+
+    sets = every_set(_bench_dir(args.bench_dir), args.sets or ["docs", "facts", "domains", "popqa"])
+    skip_scan(sys.stdout, sets, args.evaluator or ["default", "lexical"])
     return 0
 
 
@@ -363,7 +388,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "abstain": _bench_abstain, "accuracy": _bench_accuracy, "llamaindex": _bench_llamaindex,
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
     "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
-    "report": _bench_report, "judges": _bench_judges, "llm-prompts": _bench_llm_prompts,
+    "report": _bench_report, "judges": _bench_judges, "llm-prompts": _bench_llm_prompts, "llm-skip": _bench_llm_skip,
     "train-reader": _bench_train_reader,
     "reader": _bench_reader,
 }

@@ -85,20 +85,32 @@ def line(name: str, half: str, found: Sequence[int]) -> str:
 
 def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexical",),
         names: Sequence[str] | None = None, halves: Sequence[str] = ("tune", "test"),
-        thresholds: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Print one line per judge, set and half; return the figures."""
-    sets = judge_sets(SETS, names)
-    if bench is not None and (names is None or "popqa" in names):
-        sets["popqa"] = popqa_sets(bench)
+        thresholds: tuple[float, float] | None = None, recording: Path | None = None,
+        prompt: str = "sufficiency") -> dict[str, Any]:
+    """Print one line per judge, set and half; return the figures. The LLM judge ("llm", "auto") replays
+    `recording` (its `prompt`), and its lines add LLM calls and prompt tokens per query, against grading each
+    passage in its own call."""
+    from .llm_judge import judge_cost, recorded_judge
+
+    sets = every_set(bench, names)
     results: dict[str, Any] = {}
     for spec in evaluators:
-        corrector = Corrector(evaluator=spec, policy=ActionPolicy(*thresholds) if thresholds else None)
-        out.write(f"\njudge {spec} (thresholds {corrector.policy.upper:+.2f}/{corrector.policy.lower:+.2f})\n")
+        judge = recorded_judge(spec, recording, prompt)
+        corrector = Corrector(evaluator=judge or spec, policy=ActionPolicy(*thresholds) if thresholds else None)
+        out.write(f"\njudge {spec}{f' ({prompt} prompt, replaying {recording})' if judge else ''} "
+                  f"(thresholds {corrector.policy.upper:+.2f}/{corrector.policy.lower:+.2f})\n")
         for half in halves:
-            found = figures(corrector, sets, half)
-            results[f"{spec} {half}"] = found
-            for name, values in found.items():
-                out.write(line(name, half, values) + "\n")
+            for name, parts in sets.items():
+                found = figures(corrector, {name: parts}, half)[name]
+                results[f"{spec} {name} {half}"] = found
+                text = line(name, half, found)
+                if judge is not None:
+                    cost = judge_cost(judge, parts, half, prompt)
+                    results[f"{spec} {name} {half} cost"] = cost
+                    text += (f"  LLM calls/query {cost['calls']:.2f} (per document {cost['per_document_calls']:.2f})"
+                             f"  prompt tokens/query {cost['tokens']:.0f} (per document "
+                             f"{cost['per_document_tokens']:.0f})")
+                out.write(text + "\n")
     return results
 
 
@@ -141,20 +153,23 @@ def scan(out: TextIO, spec: str, uppers: Sequence[float], *, lower: float = -0.5
 
 
 def run_entry_points(out: TextIO, bench: Path | None, *, names: Sequence[str] | None = None,
-                     halves: Sequence[str] = ("tune", "test")) -> dict[str, Any]:
+                     halves: Sequence[str] = ("tune", "test"), recording: Path | None = None) -> dict[str, Any]:
     """The default judge through every entry point (the abstain benchmark's), one line per entry point, set
-    and half: what each hands its generator."""
+    and half: what each hands its generator. With `recording`, the LLM judge replaying it instead: each entry
+    point holds an LLM that answers crag's judge prompts from the recording (see `abstain.py`)."""
+    from crag_shared.recorded import RecordedLLM
+
     from .abstain import core_answer, haystack_answers, llamaindex_answers, measure
 
-    sets = judge_sets(SETS, names)
-    if bench is not None and (names is None or "popqa" in names):
-        sets["popqa"] = popqa_sets(bench)
+    sets = every_set(bench, names)
+    judge = RecordedLLM(recording) if recording is not None else None
     results: dict[str, Any] = {}
     for name, parts in sets.items():
         for half in halves:
             rows = {part: [r for r in found if r["half"] == half] for part, found in parts.items()}
             every = [r for found in rows.values() for r in found]
-            answers = {"core": core_answer(), **llamaindex_answers(every), **haystack_answers(every)}
+            answers = {"core": core_answer(judge), **llamaindex_answers(every, judge),
+                       **haystack_answers(every, judge)}
             counts = {part: measure(found, answers) for part, found in rows.items() if found}
             for entry in answers:
                 found_counts = (len(rows["in corpus"]), counts["in corpus"][entry]["answer_reached"],

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import LLMEvaluator
-from crag_shared.recorded import prompt_key
+from crag_shared.recorded import RecordedLLM, prompt_key
 
 from .near_miss import Row
 
 PARTS = ("in corpus", "near miss", "off topic")
+#: What marks a prompt as crag's judge prompt (its documents' tags): a stand-in LLM replays those.
+JUDGE_MARK = '<document number="'
 
 
 class Capturing:
@@ -71,3 +74,84 @@ def prompt_counts(sets: dict[str, dict[str, list[Row]]], halves: Sequence[str]) 
     """Questions per set and half: what a recording must cover."""
     return {name: {half: sum(1 for part in PARTS for r in parts.get(part, []) if r["half"] == half)
                    for half in halves} for name, parts in sets.items()}
+
+
+def recorded_judge(spec: str, recording: Path | None, prompt: str) -> LLMEvaluator | None:
+    """The LLM judge replaying `recording`, for the LLM judge's specs ("llm", "auto"); None for other specs.
+    An LLM spec without a recording is a usage error, named."""
+    from crag_shared.evaluators import evaluator_kind
+
+    if evaluator_kind(spec) not in ("llm", "auto"):
+        return None
+    if recording is None:
+        raise ValueError(f"--evaluator {spec} judges with an LLM: give --recording FILE (its recorded replies)")
+    return LLMEvaluator(RecordedLLM(recording), prompt=prompt)
+
+
+@cache
+def _tokenizer() -> Any:
+    from importlib.resources import files
+
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(files("crag_reader") / "model" / "tokenizer.json"))
+
+
+def tokens(texts: Sequence[str]) -> int:
+    """WordPiece tokens of `texts` (the reader's MiniLM vocabulary, about 1.3 a word of English; an LLM's BPE
+    counts differ by a few tenths)."""
+    return sum(len(encoding.ids) for encoding in _tokenizer().encode_batch(list(texts), add_special_tokens=False))
+
+
+def judge_cost(judge: LLMEvaluator, parts: dict[str, list[Row]], half: str, prompt: str) -> dict[str, float]:
+    """LLM calls and prompt tokens per query that `judge` made for one set's half (the calls it skipped
+    included), against grading each passage in its own call."""
+    rows = [r for part in PARTS for r in parts.get(part, []) if r["half"] == half]
+    llm = judge.llm
+    assert isinstance(llm, RecordedLLM)
+    before = len(llm.prompts)
+    corrector = Corrector(judge)
+    for row in rows:
+        corrector.judge(row["question"], row["passages"])
+    sent = llm.prompts[before:]
+    one_each = judge_prompts_for(rows, prompt=prompt, mode="per_document")
+    count = max(1, len(rows))
+    return {"queries": len(rows), "calls": len(sent) / count, "tokens": tokens(sent) / count,
+            "per_document_calls": len(one_each) / count, "per_document_tokens": tokens(one_each) / count}
+
+
+def skip_scan(out: TextIO, sets: dict[str, dict[str, list[Row]]], specs: Sequence[str],
+              margins: Sequence[float] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)) -> dict[str, Any]:
+    """What skipping the LLM call costs and saves, per offline judge and margin above its floor: answers lost
+    (answerable questions whose every passage falls below the cut) per set, and off-topic and near-miss
+    questions skipped, per half."""
+    from crag_shared.evaluators import evaluator_from_spec
+    from crag_shared.text.words import titled
+
+    found: dict[str, Any] = {}
+    for spec in specs:
+        judge = evaluator_from_spec(spec)
+        best = {(name, part, id(row)): max(judge.score(row["question"], [titled(p.text or "", p.title)
+                                                                        for p in row["passages"]]))
+                for name, parts in sets.items() for part, rows in parts.items() for row in rows}
+        halves = {id(row): row["half"] for parts in sets.values() for rows in parts.values() for row in rows}
+        out.write(f"\noffline judge {spec}: floor {judge.floor:+.3f}, lower threshold {judge.thresholds[1]:+.3f}\n")
+        for margin in margins:
+            cut = judge.floor + margin
+            text = f"  skip below {cut:+.3f} (floor + {margin:.2f})"
+            for half in ("tune", "test"):
+                chosen = {key: score for key, score in best.items() if halves[key[2]] == half}
+                lost = {name: _below(chosen, cut, "in corpus", name) for name in sets}
+                found[f"{spec} {margin} {half}"] = {"lost": lost, "off topic": _below(chosen, cut, "off topic"),
+                                                    "near miss": _below(chosen, cut, "near miss")}
+                text += (f" | {half}: answers lost {sum(lost.values())} (at most {max(lost.values())} a set), "
+                         f"off topic skipped {_below(chosen, cut, 'off topic')}/{_below(chosen, 2.0, 'off topic')}, "
+                         f"near misses skipped {_below(chosen, cut, 'near miss')}/"
+                         f"{_below(chosen, 2.0, 'near miss')}")
+            out.write(text + "\n")
+    return found
+
+
+def _below(best: dict[tuple[str, str, int], float], cut: float, part: str, name: str | None = None) -> int:
+    """Questions of `part` (of set `name`, else of every set) whose best offline score falls below `cut`."""
+    return sum(1 for (n, p, _), score in best.items() if p == part and (name is None or n == name) and score < cut)

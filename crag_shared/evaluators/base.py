@@ -61,6 +61,11 @@ class RetrievalEvaluator(ABC):
     reads_titles: ClassVar[bool] = False
 
     @property
+    def floor(self) -> float:
+        """The lowest score it gives: what a text gets that holds nothing of the question."""
+        return -1.0
+
+    @property
     def strip_evaluator(self) -> "RetrievalEvaluator":
         """Who scores the strips of the passages this evaluator judged: itself, unless it is too costly to ask
         again (the LLM judge names its offline partner)."""

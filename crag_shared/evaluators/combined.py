@@ -36,6 +36,11 @@ class CombinedEvaluator(RetrievalEvaluator):
         self.path = path
         self.report = dict(report or {})
 
+    @property
+    def floor(self) -> float:
+        """The combined score of every member at its own floor (or ceiling, where its weight is negative)."""
+        return self.combine([m.floor if w >= 0 else 1.0 for m, w in zip(self.members, self.weights)])
+
     def warm_up(self) -> None:
         """Load every member's model."""
         for member in self.members:

@@ -39,8 +39,10 @@ from .spec import EVALUATOR_SPECS, default_evaluator, describe, evaluator_from_s
 
 #: Characters of a passage the LLM reads (the rest is cut, noted in the trace).
 MAX_DOCUMENT_CHARS = 3_000
-#: An offline score below this for every passage skips the LLM call (fitted on the judge sets' tune halves).
-SKIP_BELOW = -0.95
+#: How far above its floor the offline judge may score every passage and still skip the call ("the offline
+#: judge finds nothing of the question in any passage"): chosen on the judge sets' and PopQA's tune halves, where
+#: it costs at most one answer per set (`crag-bench llm-skip` prints the trade).
+SKIP_ABOVE_FLOOR = 0.02
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="crag-llm-judge")
 
 
@@ -53,8 +55,9 @@ class LLMEvaluator(RetrievalEvaluator):
     LangGraph's CRAG grades), concurrently in async code. `offline`: the judge that stands in for missing
     verdicts, skips the call for off-topic retrieval and scores strips (a spec or an evaluator; "default").
     `timeout` (seconds, None for none) bounds each call; `max_document_chars` cuts long passages;
-    `skip_below` (None: always ask) is the offline score under which every passage must fall for the LLM
-    not to be asked. `thresholds` default to the offline judge's.
+    `skip_below` is the offline score under which every passage must fall for the LLM not to be asked: "floor"
+    (default: just above the lowest score the offline judge gives, i.e. it finds nothing of the question in any
+    passage), a number, or None (always ask). `thresholds` default to the offline judge's.
     """
 
     default_thresholds = (0.5, -0.5)
@@ -62,7 +65,7 @@ class LLMEvaluator(RetrievalEvaluator):
 
     def __init__(self, llm: LLM, *, mode: Mode = "batched", prompt: str = "sufficiency",
                  offline: RetrievalEvaluator | str = "default", timeout: float | None = 60.0,
-                 max_document_chars: int = MAX_DOCUMENT_CHARS, skip_below: float | None = SKIP_BELOW,
+                 max_document_chars: int = MAX_DOCUMENT_CHARS, skip_below: float | str | None = "floor",
                  thresholds: tuple[float, float] | None = None) -> None:
         if mode not in ("batched", "per_document"):
             raise ValueError(f"mode must be 'batched' or 'per_document', got {mode!r}")
@@ -70,8 +73,9 @@ class LLMEvaluator(RetrievalEvaluator):
             raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         if not isinstance(max_document_chars, int) or max_document_chars < 200:
             raise ValueError(f"max_document_chars must be an integer of at least 200, got {max_document_chars!r}")
-        if skip_below is not None and not -1.0 <= skip_below <= 1.0:
-            raise ValueError(f"skip_below must lie in [-1, 1] or be None, got {skip_below!r}")
+        if skip_below != "floor" and skip_below is not None and not (
+                isinstance(skip_below, (int, float)) and -1.0 <= skip_below <= 1.0):
+            raise ValueError(f"skip_below must be 'floor', a number in [-1, 1] or None, got {skip_below!r}")
         self.llm = check_llm(llm)
         self.mode = mode
         self.prompt = prompt  # a preset's name or a template, checked by the setter
@@ -119,12 +123,20 @@ class LLMEvaluator(RetrievalEvaluator):
     def _prompts(self, query: str, texts: Sequence[str]) -> list[str]:
         return judge_prompts(self._template, self.mode, query, [t[: self.max_document_chars] for t in texts])
 
+    @property
+    def skip_score(self) -> float | None:
+        """The offline score under which every passage must fall for the LLM not to be asked (None: always ask);
+        "floor" is the offline judge's floor plus `SKIP_ABOVE_FLOOR`."""
+        if self.skip_below == "floor":
+            return self.offline.floor + SKIP_ABOVE_FLOOR
+        return None if self.skip_below is None else float(self.skip_below)
+
     def _skipped(self, offline: Evaluation) -> Evaluation | None:
         """The offline judge's evaluation when it rules every passage out far below its lower threshold."""
-        if self.skip_below is None or any(s >= self.skip_below for s in offline.scores):
+        below = self.skip_score
+        if below is None or any(s >= below for s in offline.scores):
             return None
-        note = (f"the LLM was not asked: every passage scored below {self.skip_below:+.2f} by "
-                f"{describe(self.offline)}")
+        note = f"the LLM was not asked: every passage scored below {below:+.2f} by {describe(self.offline)}"
         return Evaluation(offline.scores, [*offline.notes, note], offline.reasons,
                           judges=[describe(self.offline)] * len(offline.scores))
 
