@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..scores import clip
+from ..text.words import encodable
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
@@ -47,16 +48,20 @@ class Loadable(Protocol):
 
 
 def load_once(evaluator: Loadable) -> None:
-    """Run `evaluator._load()` once, thread-safely (`_model`, `_lock`); a failure is a configuration error."""
+    """Run `evaluator._load()` once, thread-safely (`_model`, `_lock`); any failure is a configuration error."""
     if evaluator._model is not None:
         return
     with evaluator._lock:
         if evaluator._model is None:
             try:
                 evaluator._load()
-            except (OSError, ValueError) as error:
+            except EvaluatorConfigurationError:
+                raise
+            except Exception as error:  # a runtime's own errors too (ONNX Runtime, tokenizers): a model that
+                # cannot load cannot score any query, so it is the configuration's fault, not one query's
                 raise EvaluatorConfigurationError(f"cannot use evaluator {type(evaluator).__name__}"
-                                                  f"({evaluator.model_name!r}): {error}") from error
+                                                  f"({evaluator.model_name!r}): {type(error).__name__}: "
+                                                  f"{error}") from error
 
 
 class BatchedPairEvaluator(RetrievalEvaluator):
@@ -218,7 +223,7 @@ class BatchedPairEvaluator(RetrievalEvaluator):
         for r, (query, texts) in enumerate(requests):
             if not texts:
                 continue
-            for key, values in self._encode(query[:cap], [t[:cap] for t in texts]).items():
+            for key, values in self._encode(encodable(query[:cap]), [encodable(t[:cap]) for t in texts]).items():
                 encoded.setdefault(key, []).extend(values)
             owners.extend((r, i) for i in range(len(texts)))
         scores = [[0.0] * len(texts) for _, texts in requests]

@@ -21,6 +21,7 @@ from ..text.analysis import check_language
 from ..text.detection import resolve
 from ..text.measure import QuestionWords
 from ..text.sentences import sentence_spans
+from ..text.words import encodable
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
 from .embedding_scale import Landmarks, carried, found_once, measure, reference, reference_passages
@@ -188,6 +189,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
                 self._queries.popitem(last=False)
 
     def _embed_all(self, texts: list[str]) -> list[list[float]]:
+        texts = [encodable(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths, little padding
         if self._embed_texts is not None:  # a framework's model batches in the order given
             placed: list[list[float]] = [[] for _ in texts]
@@ -221,7 +223,8 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         with self._lock:
             known = self._queries.get(query)
         if known is None:
-            vector = self._embed_query(query) if self._embed_query else self._embed_texts([query])[0]
+            asked = encodable(query)
+            vector = self._embed_query(asked) if self._embed_query else self._embed_texts([asked])[0]
             known = _normalised(vector)
             self._remember(query, known)
         return known

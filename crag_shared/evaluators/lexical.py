@@ -10,6 +10,7 @@ from ..text.detection import resolve, switch_note
 from ..text.measure import QuestionWords
 from ..text.reading import Assessment, Reading
 from ..text.sentences import READ_CHARS, sentence_spans
+from ..text.words import without_format
 from .base import Evaluation, RetrievalEvaluator
 
 #: How much a text loses for each piece of evidence that it does not state the answer (`Assessment`): a share
@@ -102,6 +103,7 @@ class LexicalEvaluator(RetrievalEvaluator):
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Weighted coverage of the question's content words, whole text and best sentence averaged; in
         English, lowered for a text that does not state what the question asks (`reads_answer`)."""
+        query, texts = without_format(query), [without_format(t) for t in texts]  # words split at letters only
         language = resolve(self.language, query)
         notes = [switch_note(language)] if language != self.language and self.language == "en" else []
         reads = self.reads_answer and language == "en"

@@ -19,17 +19,64 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..text.words import encodable
+from .base import EvaluatorConfigurationError
 from .batching import BatchedPairEvaluator
 from .onnx_export import MANIFEST, SESSION_DISABLED_OPTIMIZERS, exported, require_onnxruntime
 from .score_map import LogitScoreMap, ScoreMap
 
+#: How a Git LFS pointer file begins: a clone without `git lfs pull` has these in place of the weights.
+LFS_POINTER = b"version https://git-lfs"
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise EvaluatorConfigurationError(f"{path}: not readable JSON ({type(error).__name__}: {error})") from None
+    if not isinstance(value, dict):
+        raise EvaluatorConfigurationError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def check_export(directory: Path, max_length: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(manifest, config) of an export directory, checked before anything loads: each file there and readable,
+    the model file inside the export (never a path out of it), not a Git LFS pointer, `max_length` within the
+    model's positions, `crag_thresholds` a valid pair. Each fault is an `EvaluatorConfigurationError` naming
+    the file."""
+    manifest = _json_file(directory / MANIFEST)
+    name = manifest.get("file")
+    model = (directory / name).resolve() if isinstance(name, str) and name else None
+    if model is None or not model.is_relative_to(directory.resolve()):
+        raise EvaluatorConfigurationError(f"{directory / MANIFEST}: 'file' must name a file inside the export, "
+                                          f"got {name!r}")
+    if not model.is_file():
+        raise EvaluatorConfigurationError(f"{model}: the model file named by {MANIFEST} is missing")
+    with model.open("rb") as head:
+        if head.read(len(LFS_POINTER)) == LFS_POINTER:
+            raise EvaluatorConfigurationError(f"{model}: a Git LFS pointer, not the weights (run `git lfs pull`)")
+    if not (directory / "tokenizer.json").is_file():
+        raise EvaluatorConfigurationError(f"{directory / 'tokenizer.json'}: the export's tokenizer is missing")
+    config = _json_file(directory / "config.json")
+    positions = config.get("max_position_embeddings")
+    if isinstance(positions, int) and max_length > positions:
+        raise EvaluatorConfigurationError(f"max_length={max_length} is above the {positions} positions of the model "
+                                          f"({directory / 'config.json'})")
+    fitted = config.get("crag_thresholds")
+    if fitted is not None and not (isinstance(fitted, list) and len(fitted) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and -1 <= v <= 1 for v in fitted)
+            and fitted[0] >= fitted[1]):
+        raise EvaluatorConfigurationError(f"{directory / 'config.json'}: crag_thresholds must be [upper, lower] in "
+                                          f"[-1, 1] with upper >= lower, got {fitted!r}"[:300])
+    return manifest, config
+
 
 def open_export(directory: Path, max_length: int, num_threads: int | None) -> tuple[Any, Any, dict[str, Any]]:
-    """(ONNX Runtime session, unpadded truncating tokenizer, manifest) of an export directory."""
+    """(ONNX Runtime session, unpadded truncating tokenizer, manifest) of an export directory, checked first."""
     ort = require_onnxruntime()
     from tokenizers import Tokenizer
 
-    manifest = json.loads((directory / MANIFEST).read_text())
+    manifest, _ = check_export(directory, max_length)
     options = ort.SessionOptions()
     if num_threads:
         options.intra_op_num_threads = num_threads
@@ -55,8 +102,9 @@ def run_padded(session: Any, inputs: Sequence[str], batch: dict[str, list], widt
 
 
 def encodings(tokenizer: Any, items: Sequence[Any]) -> dict[str, list]:
-    """Token ids, masks and segment ids of texts or (text, text) pairs, unpadded."""
-    encoded = tokenizer.encode_batch(list(items))
+    """Token ids, masks and segment ids of texts or (text, text) pairs, unpadded (lone surrogates as U+FFFD)."""
+    encoded = tokenizer.encode_batch([encodable(i) if isinstance(i, str) else tuple(map(encodable, i))
+                                      for i in items])
     return {"input_ids": [e.ids for e in encoded], "attention_mask": [e.attention_mask for e in encoded],
             "token_type_ids": [e.type_ids for e in encoded]}
 
@@ -72,7 +120,7 @@ class OnnxModel:
 
 def read_config(directory: Path) -> SimpleNamespace:
     """The exported checkpoint's config.json, as attributes (what the score map and padding read)."""
-    values = json.loads((directory / "config.json").read_text())
+    values = _json_file(directory / "config.json")
     values.setdefault("num_labels", len(values.get("id2label") or {"0": 0}))
     return SimpleNamespace(**values)
 
@@ -97,6 +145,8 @@ class OnnxCrossEncoderEvaluator(LogitScoreMap, BatchedPairEvaluator):
         self._set_score_map(score_map)
         super().__init__(model, quantize=quantize, batch_size=batch_size, **kwargs)
         self.export_dir = Path(export_dir) if export_dir else None
+        if (Path(model) / MANIFEST).is_file():  # an export: its faults are named here, not at the first query
+            check_export(Path(model), self.max_length)
 
     def _load(self) -> None:
         directory = exported(self.model_name, self.quantize, self.export_dir, local_files_only=self.local_files_only)

@@ -13,12 +13,11 @@ The model card (the distribution's README) gives its data, recipe, figures and l
 
 from __future__ import annotations
 
-import json
 from importlib import import_module
 from pathlib import Path
 
 from .base import EvaluatorConfigurationError
-from .onnx import OnnxCrossEncoderEvaluator
+from .onnx import OnnxCrossEncoderEvaluator, check_export
 from .onnx_export import MANIFEST
 
 READER_HINT = ("the reader judge ships in the crag-reader distribution: pip install 'crag-shared[reader]' "
@@ -58,7 +57,7 @@ class ReaderEvaluator(OnnxCrossEncoderEvaluator):
         if not (directory / MANIFEST).is_file():
             raise EvaluatorConfigurationError(f"reader:{directory}: not a reader export (no {MANIFEST}); export "
                                               "a trained reader with `crag-bench train-reader`")
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        _, config = check_export(directory, max_length)  # a damaged export fails here, naming its file
         fitted = config.get("crag_thresholds") or UNFITTED_THRESHOLDS
         self.fitted_thresholds = (float(fitted[0]), float(fitted[1]))
         self.shipped = model is None

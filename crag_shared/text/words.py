@@ -10,6 +10,24 @@ from .caching import text_cache
 from .knowledge import word_set
 
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+#: Invisible format characters (Unicode Cf) that PDF and HTML extraction leave inside words: the soft hyphen,
+#: zero-width spaces and joiners, direction marks, the byte-order mark.
+_FORMAT = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+                     "\ufff9-\ufffb]")
+
+
+def without_format(text: str) -> str:
+    """`text` without invisible format characters, so "Middle\u00admarch" reads as the word "Middlemarch"."""
+    return text if text.isascii() else _FORMAT.sub("", text)
+
+
+def encodable(text: str) -> str:
+    """`text` with every lone surrogate (what a broken decoder leaves) as U+FFFD: a tokenizer, UTF-8 and JSON can
+    take it, where one such character made a tokenizer raise for the whole batch."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if not text.isascii() else text
 
 #: English stopwords (`tables/en/stopwords.txt`): function words and question words say nothing about which
 #: passage answers a question.

@@ -1,0 +1,97 @@
+"""Hardening, fifth round: each root cause of the outside probe as a check that holds."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from crag_shared import Corrector
+from crag_shared.evaluators import EvaluatorConfigurationError, evaluator_from_spec
+
+pytest.importorskip("crag_reader")
+pytest.importorskip("onnxruntime")
+
+from crag_shared.evaluators import ReaderEvaluator  # noqa: E402
+from crag_shared.evaluators.reader import shipped_reader  # noqa: E402
+
+QUESTION = "Who wrote Middlemarch?"
+ANSWER = "Middlemarch is a novel by George Eliot."
+
+
+@pytest.fixture
+def reader_copy(tmp_path) -> Path:
+    target = tmp_path / "reader"
+    shutil.copytree(shipped_reader(), target)
+    return target
+
+
+# -- the reader never falls over on one bad character ------------------------------------------------
+@pytest.mark.parametrize("where", ["passage", "question"])
+def test_a_lone_surrogate_costs_the_reader_nothing_elsewhere(where):
+    reader = ReaderEvaluator()
+    clean = reader.score(QUESTION, [ANSWER])[0]
+    question = QUESTION + ("\ud800" if where == "question" else "")
+    texts = [ANSWER, "A hostile page \udc80 with a broken character."] if where == "passage" else [ANSWER]
+    result = Corrector(reader).correct(question, texts)
+    assert not [f for f in result.fallbacks if f.step == "evaluate"], result.fallbacks
+    assert abs(result.scores[0] - clean) < 0.05
+
+
+# -- a damaged export is a configuration error, named, at construction where it can be -------------------
+def _damage(directory: Path, how: str) -> None:
+    manifest = json.loads((directory / "crag_onnx.json").read_text())
+    model = directory / manifest["file"]
+    if how == "lfs pointer":
+        model.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n")
+    elif how == "no tokenizer":
+        (directory / "tokenizer.json").unlink()
+    elif how == "bad config":
+        (directory / "config.json").write_text("{not json")
+    elif how == "bad thresholds":
+        config = json.loads((directory / "config.json").read_text())
+        (directory / "config.json").write_text(json.dumps({**config, "crag_thresholds": [0.5, "high"]}))
+    elif how == "file outside":
+        (directory / "crag_onnx.json").write_text(json.dumps({**manifest, "file": "../../etc/passwd"}))
+    elif how == "truncated":
+        model.write_bytes(model.read_bytes()[:4096])
+    elif how == "random bytes":
+        model.write_bytes(bytes(range(256)) * 64)
+
+
+@pytest.mark.parametrize("how,named", [("lfs pointer", "Git LFS pointer"), ("no tokenizer", "tokenizer.json"),
+                                       ("bad config", "config.json"), ("bad thresholds", "crag_thresholds"),
+                                       ("file outside", "inside the export")])
+def test_a_damaged_export_fails_at_construction_naming_the_file(reader_copy, how, named):
+    _damage(reader_copy, how)
+    with pytest.raises(EvaluatorConfigurationError, match=named):
+        ReaderEvaluator(str(reader_copy))
+    with pytest.raises(EvaluatorConfigurationError, match=named):
+        evaluator_from_spec(f"reader:{reader_copy}")
+
+
+@pytest.mark.parametrize("how", ["truncated", "random bytes"])
+def test_weights_that_do_not_load_are_a_configuration_error_never_a_fallback(reader_copy, how):
+    _damage(reader_copy, how)
+    reader = ReaderEvaluator(str(reader_copy))
+    with pytest.raises(EvaluatorConfigurationError, match="cannot use evaluator ReaderEvaluator"):
+        reader.warm_up()
+    with pytest.raises(EvaluatorConfigurationError):
+        Corrector(ReaderEvaluator(str(reader_copy))).correct(QUESTION, [ANSWER])
+
+
+def test_max_length_above_the_models_positions_is_refused_where_it_is_given():
+    with pytest.raises(EvaluatorConfigurationError, match="max_length=1024 is above the 512 positions"):
+        ReaderEvaluator(max_length=1024)
+    assert ReaderEvaluator(max_length=512).max_length == 512
+
+
+# -- format characters inside words ---------------------------------------------------------------
+@pytest.mark.parametrize("mark", ["\u200b", "\u00ad", "\u2060", "\ufeff"])
+def test_format_characters_inside_words_change_no_score(mark):
+    from crag_shared.evaluators import LexicalEvaluator
+
+    broken = ANSWER.replace("Middlemarch", f"Middle{mark}march").replace("George", f"Geo{mark}rge")
+    for judge in (LexicalEvaluator(), evaluator_from_spec("combined:reader-lexical")):
+        clean, extracted = judge.score(QUESTION, [ANSWER, broken])
+        assert abs(clean - extracted) < 0.02, (judge, clean, extracted)
