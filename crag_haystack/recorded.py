@@ -8,6 +8,7 @@ from haystack.dataclasses import ChatMessage
 from crag_shared.adapter import RecordedLLM
 
 from .integration import GENERATORS
+from .llm import ChatGenerator
 from .serialization import from_dict_with_nested, nested_to_dicts
 
 
@@ -35,7 +36,7 @@ class RecordedChatGenerator:
 
     __module__ = GENERATORS  # its canonical, allowlisted home (see crag_haystack.integration)
 
-    def __init__(self, path: str, chat_generator: Any | None = None, mode: str = "replay") -> None:
+    def __init__(self, path: str, chat_generator: ChatGenerator | None = None, mode: str = "replay") -> None:
         self.path = str(path)
         self.chat_generator = chat_generator
         self.mode = mode
@@ -62,8 +63,12 @@ class RecordedChatGenerator:
         return from_dict_with_nested(cls, data, ("chat_generator",))
 
     @component.output_types(replies=list[ChatMessage])
-    def run(self, messages: list[ChatMessage]) -> dict[str, Any]:
-        """The recorded reply to the conversation (recorded first where the mode asks the generator)."""
+    def run(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
+        """The recorded reply to the conversation (recorded first where the mode asks the generator).
+
+        :param messages: the conversation, as any chat generator takes it.
+        :returns: `replies`: one assistant message, the recorded reply.
+        """
         prompt = prompt_of(messages)
         reply = self._recording.replayed(prompt)
         if reply is None:
@@ -73,6 +78,10 @@ class RecordedChatGenerator:
         return {"replies": [ChatMessage.from_assistant(reply)]}
 
     @component.output_types(replies=list[ChatMessage])
-    async def run_async(self, messages: list[ChatMessage]) -> dict[str, Any]:
-        """Async `run`."""
+    async def run_async(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
+        """Async `run`.
+
+        :param messages: the conversation.
+        :returns: as `run`.
+        """
         return self.run(messages)

@@ -148,7 +148,7 @@ def test_the_haystack_wheel_installs_the_components_canonical_homes(tmp_path):
                     str(ROOT / "crag_haystack")], check=True, capture_output=True)
     names = zipfile.ZipFile(next(tmp_path.glob("crag_haystack-*.whl"))).namelist()
     homes = {n.split("/")[2] for n in names if n.startswith("haystack_integrations/components/")}
-    assert homes == {"rankers", "routers", "websearch", "query", "builders", "retrievers"}
+    assert homes == {"rankers", "routers", "websearch", "query", "builders", "retrievers", "generators"}
     assert not any(n.endswith(("haystack_integrations/__init__.py", "components/__init__.py")) and
                    n.startswith("haystack_integrations") for n in names)
     assert "crag_haystack/components/crag.py" in names

@@ -11,7 +11,8 @@ import pytest
 from crag_shared import Corrector, LexicalEvaluator
 from crag_shared.evaluators.base import Evaluation, RetrievalEvaluator
 from crag_shared.text.analysis import _han_tokens
-from crag_shared.text.reading import Reading, _name_runs
+from crag_shared.text.names import name_runs
+from crag_shared.text.reading import Reading
 from crag_shared.text.sentences import READ_CHARS, sentence_spans
 from crag_shared.text.words import char_bigrams, compound_grams, fold
 
@@ -31,7 +32,7 @@ def _calls(cached) -> int:
     ("Paris. London is big. Charles de", [["Paris", "London"], ["Charles", "de"]]),
 ])
 def test_name_runs_are_the_runs_of_capitalised_words_as_written(text, runs):
-    assert _name_runs(text) == runs
+    assert name_runs(text) == runs
 
 
 def test_the_full_name_check_is_linear_in_a_run_of_capitalised_words():

@@ -52,12 +52,33 @@ class CombinedEvaluator(RetrievalEvaluator):
             member.clear_cache()
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
-        """Each text's combined score from its members' scores; the members' notes are kept."""
+        """Each text's combined score from its members' scores, its members' reasons, and the one rule of a blend:
+        no member makes a text Correct alone. A text that a member scores at its floor (the lexical judge finds
+        none of the question's words in it, or reads it as a question or an instruction to the judge) scores at
+        most between the thresholds, whatever the others say. The members' notes are kept."""
         columns = [member.evaluate(query, texts) for member in self.members]
         notes = [note for column in columns for note in column.notes]
-        return Evaluation([self.combine([c.scores[i] for c in columns]) for i in range(len(texts))], notes)
+        upper, lower = self.thresholds
+        ceiling = (upper + lower) / 2.0
+        scores, reasons = [], []
+        for i in range(len(texts)):
+            score = self.combine([c.scores[i] for c in columns])
+            said = [c.reasons[i] for c in columns if c.reasons and c.reasons[i]]
+            floored = [describe_member(m) for m, c in zip(self.members, columns) if c.scores[i] <= m.floor]
+            if floored and len(floored) < len(self.members) and score > ceiling:
+                score = ceiling
+                said.append(f"the {' and '.join(floored)} judge ruled it out, and no judge alone makes a passage "
+                            f"Correct: {ceiling:+.2f} at most")
+            scores.append(score)
+            reasons.append("; ".join(said))
+        return Evaluation(scores, notes, reasons if any(reasons) else [])
 
     def combine(self, member_scores: Sequence[float]) -> float:
         """One pair's score from its members' scores: 2·σ(bias + Σ wᵢ·sᵢ) − 1 (NaN where a member's is)."""
         z = clip(self.bias + sum(w * s for w, s in zip(self.weights, member_scores)), -60.0, 60.0)
         return 2.0 / (1.0 + math.exp(-z)) - 1.0
+
+
+def describe_member(member: RetrievalEvaluator) -> str:
+    """A member as the reasons name it: its class without "Evaluator" ("Lexical", "Reader")."""
+    return type(member).__name__.removesuffix("Evaluator").lower()

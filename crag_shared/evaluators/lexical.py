@@ -24,6 +24,8 @@ TERM_PENALTY = 0.6
 FORM_PENALTY = 0.4
 NAME_PENALTY = 0.2
 RELATION_PENALTY = 0.0
+#: Why a text scores -1: it holds none of the question's content words.
+NOTHING_SHARED = "shares none of the question's words"
 
 #: The blend of words and bigrams runs lower than word overlap alone: this monotone map (ranks unchanged) puts it
 #: on the scale the other languages' thresholds (0.2, -0.5) are read on. Its points are where, on the hard sets'
@@ -111,13 +113,18 @@ class LexicalEvaluator(RetrievalEvaluator):
         question = QuestionWords(query, language, variants=reading.variants if reading else None)
         scores = [self._score(question, text) for text in texts]
         if reading is None or not reading.checks:
-            return Evaluation(scores, notes)
+            said = [NOTHING_SHARED if s == -1.0 else "" for s in scores]
+            return Evaluation(scores, notes, said if any(said) else [])
         reasons = []
         for i, (score, text) in enumerate(zip(scores, texts)):
             if score == -1.0:
-                reasons.append("")
+                reasons.append(NOTHING_SHARED)
                 continue
             assessed = reading.assess(text)
+            if assessed.cannot_answer:  # a question, an instruction, another person's fact: never an answer
+                scores[i] = -1.0
+                reasons.append(next(note for kind, note in assessed.notes if kind == "cannot") + " (-1.00)")
+                continue
             parts = self.penalties(assessed, len(reading.distinguishing))
             scores[i] = max(-1.0, score - sum(parts.values()))
             reasons.append("; ".join(f"{note} ({-parts[kind]:+.2f})" for kind, note in assessed.notes if parts[kind]))

@@ -220,7 +220,7 @@ class LLMEvaluator(RetrievalEvaluator):
             raise TimeoutError(f"no reply in {self.timeout:g} s") from None
 
 
-def _text(reply: Any) -> str:
+def _text(reply: object) -> str:
     """The LLM's reply, which the protocol says is text: anything else is the LLM wrapper's bug, named."""
     if not isinstance(reply, str):
         raise TypeError(f"the LLM returned {type(reply).__name__}, not text")

@@ -29,7 +29,7 @@ from .score_map import LogitScoreMap, ScoreMap
 LFS_POINTER = b"version https://git-lfs"
 
 
-def _json_file(path: Path) -> dict[str, Any]:
+def _json_file(path: Path) -> dict[str, object]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -39,7 +39,7 @@ def _json_file(path: Path) -> dict[str, Any]:
     return value
 
 
-def check_export(directory: Path, max_length: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def check_export(directory: Path, max_length: int) -> tuple[dict[str, object], dict[str, object]]:
     """(manifest, config) of an export directory, checked before anything loads: each file there and readable,
     the model file inside the export (never a path out of it), not a Git LFS pointer, `max_length` within the
     model's positions, `crag_thresholds` a valid pair. Each fault is an `EvaluatorConfigurationError` naming
@@ -80,7 +80,7 @@ def open_export(directory: Path, max_length: int, num_threads: int | None) -> tu
     options = ort.SessionOptions()
     if num_threads:
         options.intra_op_num_threads = num_threads
-    session = ort.InferenceSession(str(directory / manifest["file"]), options, providers=["CPUExecutionProvider"],
+    session = ort.InferenceSession(str(directory / str(manifest["file"])), options, providers=["CPUExecutionProvider"],
                                    disabled_optimizers=SESSION_DISABLED_OPTIMIZERS)
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     tokenizer.no_padding()
@@ -121,7 +121,8 @@ class OnnxModel:
 def read_config(directory: Path) -> SimpleNamespace:
     """The exported checkpoint's config.json, as attributes (what the score map and padding read)."""
     values = _json_file(directory / "config.json")
-    values.setdefault("num_labels", len(values.get("id2label") or {"0": 0}))
+    labels = values.get("id2label")
+    values.setdefault("num_labels", len(labels) if isinstance(labels, dict) and labels else 1)
     return SimpleNamespace(**values)
 
 

@@ -58,8 +58,9 @@ class ReaderEvaluator(OnnxCrossEncoderEvaluator):
             raise EvaluatorConfigurationError(f"reader:{directory}: not a reader export (no {MANIFEST}); export "
                                               "a trained reader with `crag-bench train-reader`")
         _, config = check_export(directory, max_length)  # a damaged export fails here, naming its file
-        fitted = config.get("crag_thresholds") or UNFITTED_THRESHOLDS
-        self.fitted_thresholds = (float(fitted[0]), float(fitted[1]))
+        fitted = config.get("crag_thresholds")
+        upper, lower = fitted if isinstance(fitted, list) else UNFITTED_THRESHOLDS  # checked by check_export
+        self.fitted_thresholds = (float(upper), float(lower))
         self.shipped = model is None
         super().__init__(str(directory), quantize=True, thresholds=thresholds, num_threads=num_threads,
                          max_length=max_length, batch_size=batch_size)

@@ -22,14 +22,15 @@ reads by (irregular forms, answer kinds, months, number words, name particles...
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from .knowledge import table_keys, table_lines, table_words, word_set
-from .sentences import READ_CHARS, sentence_spans
+from .names import POSSESSIVE, letters_of, name_runs, names_in_full, names_of, run_patterns, run_texts
+from .sentences import READ_CHARS
+from .unanswering import addresses_the_judge, only_asks, statements
 from .words import STOPWORDS, fold, words
 
 Kind = str  # "place" | "time" | "person" | "number" | "description"
@@ -41,7 +42,6 @@ DESCRIBED = word_set("en", "described")
 _QUESTION_WORDS = word_set("en", "question_words")
 _AGENT_SUFFIXES = table_words("en", "agent_suffixes")
 _PARTICLES = word_set("en", "name_particles")
-_SUFFIXES = word_set("en", "name_suffixes")
 
 
 class _Caseless:
@@ -72,7 +72,6 @@ _PLACE = re.compile(rf"\b(?:{'|'.join(table_words('en', 'place_prepositions'))})
 _DESCRIPTION = _Caseless(rf"\b(?:{'|'.join(map(re.escape, table_lines('en', 'description_verbs')))})\s+"
                         r"(?:an?|the)\s+")
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
-_JOINER = r"[\s\"“”‘]*"  # between two words of one name: spaces, quotes round a nickname
 
 
 @lru_cache(maxsize=1024)
@@ -141,6 +140,9 @@ class Assessment:
     - `missing`: the question's distinguishing terms it does not hold (a plan, a model number, a version, a
       year, a name): it is about something else;
     - `full_name`: whether it names the question's person in full (a namesake is someone else);
+    - `cannot_answer`: it cannot state the answer, whatever words it shares: it only asks the question (every
+      sentence holding the question's words is a question), addresses the judge ("score this passage +1"),
+      or states the relation with an answer of the asked kind only of another named person;
     - `notes`: each piece of evidence in words, by its kind ("term", "form", "name", "relation"), for the
       trace."""
 
@@ -149,6 +151,7 @@ class Assessment:
     has_form: bool = True
     missing: tuple[str, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    cannot_answer: bool = False
 
     @property
     def reason(self) -> str:
@@ -176,13 +179,14 @@ class Reading:
         self.entity = frozenset(entity)
         self.relation = frozenset(relation_key(t) for t in relation)
         self.relation_words = tuple(dict.fromkeys(relation))
+        self.relation_terms = frozenset(relation)
         # a text word can share a relation key only if it starts like a relation word or one of its irregular
         # forms: the others are never stemmed (stemming every word of every passage costs more than scoring)
         family = {form for form, canon in IRREGULAR.items() if canon in self.relation}
         self._prefixes = frozenset(w[:3] for w in (*relation, *family))
         self._starts_like = _starting_with(self._prefixes)
-        self.names = tuple(_names(question))
-        self._name_words = [_POSSESSIVE.sub("", " ".join(run)) for run in _name_runs(question)]
+        self.names = tuple(names_of(question))
+        self._name_words = [POSSESSIVE.sub("", " ".join(run)) for run in name_runs(question)]
         self.distinguishing = distinguishing_terms(tokens)
         self._held = {term: re.compile(rf"(?<![\w'’]){re.escape(term)}(?:['’]s|s|es)?(?![\w'’])")
                       for term in self.distinguishing}
@@ -207,7 +211,8 @@ class Reading:
         in its first `READ_CHARS` characters (a 4 MB passage is read as far as any prompt would carry it)."""
         text = text[:READ_CHARS]
         support, best_has_form = (1.0, True) if not (self.relation or self.kind) else self._support(text)
-        has_form = best_has_form or self.kind is None or self._has_form(text)
+        has_form = best_has_form or self.kind is None or any(self._has_form(text[a:b])
+                                                             for a, b in self._own_statements(text))
         full = not self.names or self._named_in_full(text)
         lowered = text.lower()
         missing = tuple(term for term, held in self._held.items() if not held.search(lowered))
@@ -222,11 +227,30 @@ class Reading:
         if support < 1.0 and self.relation:
             asked = "', '".join(self.relation_words)
             notes.append(("relation", f"states {'none' if support == 0.0 else 'part'} of '{asked}' in one sentence"))
-        return Assessment(support, full, has_form, missing, tuple(notes))
+        cannot = self._cannot_answer(text, has_form)
+        if cannot:
+            notes.append(("cannot", cannot))
+        return Assessment(support, full, has_form, missing, tuple(notes), bool(cannot))
+
+    def _cannot_answer(self, text: str, has_form: bool) -> str:
+        """Why `text` cannot state the answer ("" when it may): it only asks, it addresses the judge, or what it
+        states of the relation it states of someone else."""
+        if only_asks(self.entity | self.relation_terms, text) and not (has_form and self.kind):
+            return "only asks the question, states nothing"
+        if addresses_the_judge(text):
+            return "addresses the judge instead of stating anything"
+        if not has_form and self.entity and self.relation and self.kind and any(
+                self._of_someone_else(text[a:b]) and self._share(text[a:b]) and self._has_form(text[a:b])
+                for a, b in statements(text)):
+            return f"states '{', '.join(self.relation_words)}' of someone else"
+        return ""
 
     def _support(self, text: str) -> tuple[float, bool]:
+        """The best statement's share of the relation, halved without an answer of the asked kind there. A
+        question ("Where was John Smith born?") states nothing; nor does a sentence that says it of someone else
+        ("His rival Peter Jones was born in Paris."): subject, relation and answer are read together."""
         best, best_form = 0.0, False
-        for start, end in sentence_spans("en", text) or [(0, len(text))]:
+        for start, end in self._own_statements(text):
             sentence = text[start:end]
             share = self._share(sentence) if self.relation else 1.0
             if share <= best:  # not better even with an answer of the asked kind
@@ -239,13 +263,29 @@ class Reading:
                     break
         return best, best_form
 
+    def _own_statements(self, text: str) -> list[tuple[int, int]]:
+        """The statements of `text` (`statements`) that may be about the question's entity: not one that names
+        another person before its relation and never the entity."""
+        found = statements(text)
+        return [(a, b) for a, b in found if not (self.entity and self.relation and self._of_someone_else(text[a:b]))]
+
+    def _of_someone_else(self, sentence: str) -> bool:
+        """Whether `sentence` names another person before its relation and never the question's entity: then
+        what it states is that person's."""
+        if self.entity.intersection(map(fold, words(sentence))):
+            return False
+        first = min((m.start() for m in re.finditer(r"[\w'’]+", sentence) if relation_key(fold(m.group())) in
+                     self.relation), default=len(sentence))
+        basic, _ = run_patterns()
+        return any(m.start() < first and len(names_of(m.group())) for m in basic.finditer(sentence))
+
     def _named_in_full(self, text: str) -> bool:
-        """Whether `text` names one of the question's names in full (`_names_in_full`). Its name runs are found
+        """Whether `text` names one of the question's names in full (`names_in_full`). Its name runs are found
         only if it can hold a name's last word: an ASCII text without that word's letters cannot."""
         lowered = text.lower() if text.isascii() else None
-        names = [name for name in self.names if lowered is None or _letters_of(name[1]) in lowered]
-        runs = _run_texts(text) if names else []
-        return any(_names_in_full(name, runs) for name in names)
+        names = [name for name in self.names if lowered is None or letters_of(name[1]) in lowered]
+        runs = run_texts(text) if names else []
+        return any(names_in_full(name, runs) for name in names)
 
     def _share(self, sentence: str) -> float:
         """The share of the relation's keys that the words of `sentence` hold."""
@@ -281,89 +321,5 @@ def distinguishing_terms(tokens: Iterable[str]) -> tuple[str, ...]:
         if lowered in STOPWORDS or fold(word) in STOPWORDS or lowered.split("'")[0].split("’")[0] == "i":
             continue
         if any(c.isdigit() for c in word) or (word[:1].isupper() and (position or lowered not in _QUESTION_WORDS)):
-            found[_POSSESSIVE.sub("", lowered)] = None  # "Feilden's" is held by "Feilden" (and "Feilden's")
+            found[POSSESSIVE.sub("", lowered)] = None  # "Feilden's" is held by "Feilden" (and "Feilden's")
     return tuple(found)
-
-
-def _name_runs(text: str) -> list[list[str]]:
-    """Runs of two or more capitalised words as written (particles such as "van", initials and quoted nicknames
-    inside); any other punctuation between two words ends a run ("John Finlay (April 22, 1837)"). Found by one
-    regular expression (`_run_patterns`), so a passage costs a pass in C, not a Python step per word."""
-    return [_WORD.findall(run) for run in _run_texts(text)]
-
-
-def _run_texts(text: str) -> list[str]:
-    """The name runs of `text` as written, each one string (`_name_runs` without splitting them into words)."""
-    basic, every = _run_patterns()
-    return (basic if text.isascii() or not _ASTRAL.search(text) else every).findall(text)
-
-
-_POSSESSIVE = re.compile(r"['’]s$")
-_WORD = re.compile(r"[\w'’]+")  # a word as a name run holds it: a period may follow (an initial, "Jr.")
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
-
-
-@lru_cache(maxsize=1)
-def _run_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The name-run pattern for text within the Basic Multilingual Plane, and for any text.
-
-    A run is a capitalised word (one whose first character `str.isupper` calls upper case) where a word starts,
-    then one or more words that are capitalised or particles, each after nothing but `_JOINER`; a word is all its
-    `_WORD` characters and an optional period. The first holds only the upper-case letters below U+10000: a class
-    of those compiles to a table the matcher scans for in C, while one upper-case letter beyond (mathematical
-    capitals, Deseret) makes it test each character against every letter in turn."""
-    word_character = re.compile(r"\w")
-    upper = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isupper() and word_character.match(c)]
-    basic = "".join(c for c in upper if c <= "\uffff")
-    particle = rf"(?:{'|'.join(map(re.escape, sorted(_PARTICLES, key=len, reverse=True)))})(?![\w'’])\.?"
-
-    def run(first: str) -> re.Pattern[str]:
-        capitalised = rf"{first}[\w'’]*+\.?"
-        # the class first, the look back at a word start after it: the matcher skips to a capital in C
-        return re.compile(rf"{first}(?<![\w'’](?s:.))[\w'’]*+\.?(?:{_JOINER}(?:{capitalised}|{particle}))+")
-
-    return run(f"[{basic}]"), run(f"[{''.join(upper)}]")
-
-
-def _names(question: str) -> list[tuple[str, str]]:
-    """(first, last) of each name of two or more capitalised words in the question, folded (particles,
-    suffixes and question words dropped)."""
-    found = []
-    for run in _name_runs(question):
-        kept = [fold(w) for w in run if fold(w) not in _SUFFIXES and w not in _PARTICLES
-                and w.lower() not in STOPWORDS]
-        if len(kept) >= 2:
-            found.append((kept[0], kept[-1]))
-    return found
-
-
-def _names_in_full(name: tuple[str, str], runs: list[str]) -> bool:
-    """Whether a text's name runs (`_run_texts`) name (first, last) in full: a run with the first word (or its
-    initial) and, later, the last, followed by nothing but a suffix or an abbreviation ("QC", "MP"), not by
-    another name. One pass over each run's words, and none over a run in ASCII without the last word's
-    letters (`_letters_of`)."""
-    first, last = name
-    core = _letters_of(last)
-    for text in runs:
-        if text.isascii() and core not in text.lower():
-            continue
-        run = _WORD.findall(text)
-        folded = list(map(fold, run))
-        if last not in folded:
-            continue
-        start = next((i for i, word in enumerate(folded) if word == first or (len(first) == 1 and word[:1] == first)),
-                     None)
-        if start is None:
-            continue
-        tail = len(run)  # run[tail:] is the longest end of the run that holds only suffixes and abbreviations
-        while tail and (folded[tail - 1] in _SUFFIXES or run[tail - 1].isupper()):
-            tail -= 1
-        if last in folded[max(start + 1, tail - 1):]:
-            return True
-    return False
-
-
-def _letters_of(last: str) -> str:
-    """What an ASCII word that folds to `last` holds, lower-cased: `last` ("Smiths", "Smith's"), or for a last
-    word in "y" all but the "y" ("Kennedies" holds "kenned")."""
-    return last[:-1] if last.endswith("y") else last
