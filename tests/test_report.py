@@ -210,6 +210,9 @@ def test_a_kept_lone_surrogate_reports_and_a_failed_report_keeps_the_previous_on
     ({"labels": "yes"}, "labels: expected a list of true or false"),
     ({"action": 3}, "action: expected text, got int"),
     ({"scores": [0.5, "0.7"]}, "scores[1]: expected a number, got str"),
+    ({"trace": {"steps": [{"step": ["evaluate"], "ms": 3}]}}, "trace.steps[0].step: expected text, got list"),
+    ({"trace": {"steps": ["evaluate"]}}, "trace.steps[0].step: expected text, got str"),
+    ({"batched_queries": 0}, "batched_queries: expected a whole number of at least 1"),
 ])
 def test_a_nested_field_of_the_wrong_kind_is_one_line_of_error(tmp_path, capsys, record, says):
     bad = tmp_path / "bad.jsonl"
@@ -255,3 +258,13 @@ def test_the_table_keeps_cards_for_the_nearest_and_the_refused_only(tmp_path):
     assert all(r.refused for r in rows if r.id.startswith("r")) and not any(r.refused for r in rows[:300])
     html = build_report(rows, "bounded")
     assert html.count("<tr data-action=") == BORDERLINE_ROWS + 30 and html.count("data-refused='1'") == 30
+
+
+def test_a_run_output_shows_each_questions_share_of_its_batch_not_the_batch(run_output):
+    records = [json.loads(line) for line in run_output.read_text().splitlines()]
+    assert {r["batched_queries"] for r in records} == {4}
+    rows = read_rows(run_output)
+    for row, record in zip(rows, records):
+        batch_total = next(s["total_ms"] for s in record["trace"]["steps"] if s["step"] == "result")
+        assert row.stages["result"] == record["latency_ms"]
+        assert row.stages["evaluate"] <= batch_total / 4 + 1e-6  # a quarter of the batch's scoring

@@ -15,6 +15,7 @@ import errno
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -110,9 +111,13 @@ def record(job: Job, result: CorrectionResult | FailedCorrection) -> dict[str, A
 
 def record_lines(corrector: Corrector, jobs: Sequence[Job]) -> list[tuple[str, bool]]:
     """One `correct_many` over `jobs`: each one's output line and whether it failed, in order (both
-    engines run this)."""
+    engines run this). The queries are corrected together, so each line says how many (`batched_queries`) and
+    its share of the batch's time (`latency_ms`): its trace's times are the batch's."""
+    started = time.perf_counter()
     results = corrector.correct_many([(job.question, job.passages) for job in jobs])
-    return [(json_line(record(job, result)), isinstance(result, FailedCorrection))
+    share = {"batched_queries": len(jobs),
+             "latency_ms": round((time.perf_counter() - started) * 1000 / max(1, len(jobs)), 3)}
+    return [(json_line({**record(job, result), **share}), isinstance(result, FailedCorrection))
             for job, result in zip(jobs, results)]
 
 

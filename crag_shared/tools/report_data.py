@@ -62,19 +62,38 @@ class Row:
         return min(abs(self.best - t) for t in self.thresholds)
 
 
-def _stages(trace: object) -> dict[str, float]:
+def _stages(trace: object, queries: int = 1, latency_ms: float | None = None) -> dict[str, float]:
+    """Milliseconds per stage from a trace. `queries`: how many queries were corrected together (a `crag run`
+    batch), whose trace times are the batch's: each is divided among them; `latency_ms` (the record's own
+    figure, when it has one) is the query's total. A step that is not an object with a text name is the
+    record's fault, named."""
     steps = trace.get("steps") if isinstance(trace, Mapping) else None
     found: dict[str, float] = {}
-    for step in steps if isinstance(steps, list) else ():
-        if isinstance(step, Mapping) and step.get("step") in TIMED:
+    for i, step in enumerate(steps if isinstance(steps, list) else ()):
+        if not isinstance(step, Mapping) or not isinstance(step.get("step"), str):
+            shown = type(step.get("step")).__name__ if isinstance(step, Mapping) else type(step).__name__
+            raise ValueError(f"trace.steps[{i}].step: expected text, got {shown}")
+        if step["step"] in TIMED:
             value = step.get(TIMED[step["step"]])
-            if isinstance(value, (int, float)):
-                found[step["step"]] = found.get(step["step"], 0.0) + float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                found[step["step"]] = found.get(step["step"], 0.0) + float(value) / queries
+    if latency_ms is not None:
+        found["result"] = latency_ms
     if "result" in found:
         rest = found["result"] - sum(v for k, v in found.items() if k != "result")
-        if any(isinstance(s, Mapping) and s.get("step") == "web_search" for s in steps or ()):
+        if any(s.get("step") == "web_search" for s in steps or ()):
             found["rewrite + web search"] = max(0.0, rest)
     return found
+
+
+def _batch(record: Mapping[str, object]) -> tuple[int, float | None]:
+    """(queries corrected together, the record's own latency in ms) of a `crag run` line; (1, None) for others."""
+    queries, latency = record.get("batched_queries", 1), record.get("latency_ms")
+    if not isinstance(queries, int) or isinstance(queries, bool) or queries < 1:
+        raise ValueError(f"batched_queries: expected a whole number of at least 1, got {queries!r}"[:200])
+    if latency is not None and (not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency < 0):
+        raise ValueError(f"latency_ms: expected a non-negative number, got {latency!r}"[:200])
+    return queries, None if latency is None else float(latency)
 
 
 def _labels(record: Mapping[str, object], scores: Sequence[float]) -> list[bool] | None:
@@ -111,7 +130,7 @@ def row_of(number: int, record: Mapping[str, object]) -> Row:
                kind=kind if isinstance(kind, str) else None,
                abstention=one_line(summary.abstention.reason, TEXT_CHARS) if summary.abstention else None,
                web=bool(summary.web_urls) or bool(summary.rewritten_query), fallbacks=fallbacks,
-               stages=_stages(summary.trace),
+               stages=_stages(summary.trace, *_batch(record)),
                refused=labels is not None and any(y and not summary.kept(i) for i, y in enumerate(labels)),
                summary=summary)
 
