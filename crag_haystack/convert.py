@@ -7,7 +7,15 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared.adapter import CorrectionResult, Passage, Strip, passage_from_record, strip_metadata
+from crag_shared.adapter import (
+    CorrectionResult,
+    Passage,
+    Strip,
+    neutralized,
+    passage_from_record,
+    source_metadata,
+    strip_metadata,
+)
 
 
 def checked_documents(component: str, documents: object) -> list[Document]:
@@ -42,11 +50,12 @@ def strip_document(strip: Strip, sources: list[Passage], result: CorrectionResul
     """A strip as a new Document: the source's meta, then provenance (`crag_source_id`, span, url...); where
     the source is a `DocumentSplitter` chunk (`split_idx_start`), also the span in the original Document."""
     source_meta = sources[strip.source_index].metadata if strip.source_index < len(sources) else {}
-    meta = {**source_meta, **strip_metadata(strip, result, source_meta)}
+    meta = {**source_metadata(source_meta), **strip_metadata(strip, result, source_meta)}
     offset = source_meta.get("split_idx_start")  # where DocumentSplitter's chunk starts in its Document
     if isinstance(offset, int) and not isinstance(offset, bool):
         meta["crag_document_start"], meta["crag_document_end"] = offset + strip.start, offset + strip.end
-    return Document(content=strip.text, meta=meta, score=strip.score)
+    untrusted = strip.unverified or meta.get("crag_origin") == "web"  # its own block delimiters neutralized
+    return Document(content=neutralized(strip.text) if untrusted else strip.text, meta=meta, score=strip.score)
 
 
 def passage_document(passage: Passage, **meta: Any) -> Document:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 
 from crag_shared.adapter import (
+    UNVERIFIED_END,
     UNVERIFIED_KEY,
     UNVERIFIED_NOTE,
     CorrectionResult,
@@ -15,12 +16,14 @@ from crag_shared.adapter import (
     neutralized,
     passage_from_record,
     result_metadata,
+    source_metadata,
     strip_metadata,
 )
 
-#: The id of the node that carries an abstention: LlamaIndex keys a response's metadata by its source nodes'
-#: ids, so the drop-in's response reads `response.metadata["crag"]`, as `CRAGQueryEngine`'s does.
-ABSTENTION_NODE_ID = "crag"
+#: The id of the node that carries CRAG's verdict (an abstention, or the verdict on knowledge handed on): LlamaIndex
+#: keys a response's metadata by its source nodes' ids, the last node of an id winning, so the drop-in's response
+#: reads `response.metadata["crag"]`, as `CRAGQueryEngine`'s does, whatever ids the user's nodes have.
+VERDICT_NODE_ID = "crag"
 
 
 def to_passage(item: NodeWithScore) -> Passage:
@@ -55,16 +58,19 @@ def strip_node(strip: Strip, result: CorrectionResult | None, sources: list[Node
     added = strip_metadata(strip, result, source.metadata if source is not None else None)
     if keep_retrieval_score and item is not None:
         added["retrieval_score"] = item.score
-    metadata = {**(source.metadata if source else {}), **added}
+    metadata = {**source_metadata(source.metadata if source else None), **added}
     layout: dict = {}
     if source is not None:
         offset = getattr(source, "start_char_idx", None)
         layout = {"metadata_template": source.metadata_template, "metadata_separator": source.metadata_separator,
                   "text_template": getattr(source, "text_template", TextNode.model_fields["text_template"].default),
                   "start_char_idx": (offset or 0) + strip.start, "end_char_idx": (offset or 0) + strip.end}
+    if strip.unverified:  # its text between the mark (metadata, shown first) and an end it cannot write
+        template = layout.get("text_template", TextNode.model_fields["text_template"].default)
+        layout["text_template"] = f"{template}\n{UNVERIFIED_END}"
     node = TextNode(
         id_=f"crag:{strip.source_id}:{strip.position}:{strip.start}",
-        text=strip.text if added["crag_origin"] == "internal" else neutralized(strip.text),  # cannot pose as a header
+        text=strip.text if added["crag_origin"] == "internal" and not strip.unverified else neutralized(strip.text),
         metadata=metadata,
         excluded_llm_metadata_keys=_merge(source.excluded_llm_metadata_keys if source is not None else None,
                                           [k for k in added if k.startswith("crag_")]),
@@ -103,7 +109,10 @@ def _original(item: NodeWithScore, retrieval_score: bool, unverified: bool) -> B
     node is never changed)."""
     added = {**({"retrieval_score": item.score} if retrieval_score else {}),
              **({UNVERIFIED_KEY: UNVERIFIED_NOTE} if unverified else {})}
-    return item.node.model_copy(update={"metadata": {**item.node.metadata, **added}}) if added else item.node
+    own = source_metadata(item.node.metadata)
+    if not added and len(own) == len(item.node.metadata):
+        return item.node
+    return item.node.model_copy(update={"metadata": {**own, **added}})
 
 
 def abstention_node(result: CorrectionResult) -> NodeWithScore:
@@ -112,7 +121,17 @@ def abstention_node(result: CorrectionResult) -> NodeWithScore:
     metadata is CRAG's verdict (the summary and the trace), kept out of the prompt and of embeddings."""
     if result.abstention is None:
         raise ValueError("abstention_node takes a correction that abstained (result.abstained)")
+    return _verdict_node(result, abstention_note(result.abstention.reason))
+
+
+def verdict_node(result: CorrectionResult) -> NodeWithScore:
+    """CRAG's verdict on knowledge it handed on, as a node without text (the LLM reads nothing of it) whose
+    metadata is the verdict, so a response reads `response.metadata["crag"]` for answered questions too."""
+    return _verdict_node(result, "")
+
+
+def _verdict_node(result: CorrectionResult, text: str) -> NodeWithScore:
     verdict = dict(result_metadata(result))
-    return NodeWithScore(node=TextNode(id_=ABSTENTION_NODE_ID, text=abstention_note(result.abstention.reason),
-                                       metadata=verdict, excluded_llm_metadata_keys=list(verdict),
+    return NodeWithScore(node=TextNode(id_=VERDICT_NODE_ID, text=text, metadata=verdict,
+                                       excluded_llm_metadata_keys=list(verdict),
                                        excluded_embed_metadata_keys=list(verdict)))

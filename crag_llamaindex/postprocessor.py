@@ -36,7 +36,7 @@ from crag_shared.adapter import (
     saved_evaluator,
 )
 
-from .convert import abstention_node, knowledge_nodes, to_passage, unjudgeable
+from .convert import abstention_node, knowledge_nodes, to_passage, unjudgeable, verdict_node
 from .embedding import embedding_evaluator
 from .instrumentation import aemit, dispatcher, emit, reranking
 from .llm import LlamaIndexLLM, configured_llm
@@ -55,7 +55,10 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
     is "crag") and the answer says why; `abstention_note=False` returns no nodes (LlamaIndex's
     synthesizers then answer "Empty Response"). `correct()` returns the knowledge nodes and the
     `CorrectionResult`, whose `abstention` says why; `on_web_failure="keep"` keeps the best strips of
-    Incorrect retrieval instead.
+    Incorrect retrieval instead. `verdict_node=True` adds, with knowledge, a last node without text that
+    carries the verdict the same way, so every question's response has `response.metadata["crag"]` (for a
+    log of live queries; a node postprocessor after CRAG then sees it too, and response modes that make one
+    LLM call per node, "refine" and "accumulate", spend one on it).
 
     Returns knowledge strips as new `TextNode`s, each at most `max_strip_chars` long. Their metadata
     carries `crag_action`, `crag_score`, `crag_origin`, `crag_source_id`, `crag_position`, the character
@@ -86,6 +89,9 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
         default=True, description="judge with the query bundle's embedding when the retriever computed one")
     abstention_note: bool = Field(
         default=True, description="on abstention, return one node that tells the LLM and the response why")
+    verdict_node: bool = Field(
+        default=False, description="with knowledge, also return a last node without text carrying CRAG's verdict, "
+        "so response.metadata['crag'] holds it for answered questions too (log every question's verdict)")
     _llm: LlamaIndexLLM = PrivateAttr(default_factory=LlamaIndexLLM)
     _judge_llm: LlamaIndexLLM | None = PrivateAttr(default=None)
     _web_search: WebSearch | None = PrivateAttr(default=None)
@@ -101,7 +107,8 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
                  callback_manager: CallbackManager | None = None, **settings: Any) -> None:
         settings.pop("class_name", None)  # written by to_dict, read back by from_dict / model_validate
         own = {name: settings.pop(name) for name in ("return_strips", "top_n", "keep_retrieval_score",
-                                                     "reuse_query_embedding", "abstention_note") if name in settings}
+                                                     "reuse_query_embedding", "abstention_note", "verdict_node")
+               if name in settings}
         if isinstance(evaluator, BaseEmbedding):  # the app's embedding model itself: judge with it
             evaluator = embedding_evaluator(evaluator)
         elif evaluator is not None and not isinstance(evaluator, (str, RetrievalEvaluator)):
@@ -263,10 +270,13 @@ class CRAGPostprocessor(PromptMixin, BaseNodePostprocessor):
                 _to_core(prompts["judge_prompt"].get_template()), judge.mode)
 
     def _delivered(self, knowledge: list[NodeWithScore], result: CorrectionResult) -> list[NodeWithScore]:
-        """What a query engine's synthesizer gets: the knowledge, or, when CRAG abstained, the abstention node
-        (before any image CRAG could not judge)."""
+        """What a query engine's synthesizer gets: the knowledge, then the node that carries CRAG's verdict, last
+        so that no node of the user's with the id "crag" displaces it: when CRAG abstained, the abstention node,
+        whose text tells the LLM why; else, with `verdict_node`, a node without text."""
         if result.abstained and self.abstention_note:
-            return [abstention_node(result), *knowledge]
+            return [*knowledge, abstention_node(result)]
+        if self.verdict_node and not result.abstained:
+            return [*knowledge, verdict_node(result)]
         return knowledge
 
     @dispatcher.span

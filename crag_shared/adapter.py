@@ -22,9 +22,10 @@ from .llm import NoLLMConfigured
 from .policy import ActionPolicy
 from .recorded import RecordedLLM, RecordingMissing
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
-from .summary import Summary, SummaryAbstention, SummaryStrip, Verdict, verdict_html
+from .summary import Summary, SummaryAbstention, SummaryStrip, Verdict, label_line, verdict_html
 from .trace import Fallback, logging_to
 from .types import (
+    UNVERIFIED_END,
     UNVERIFIED_NOTE,
     Action,
     CorrectionResult,
@@ -96,6 +97,17 @@ def passage_from_record(text: str | None, id: str | None, metadata: Mapping[str,
     return Passage(text, id=id, title=title, url=url, score=score, metadata=metadata)
 
 
+#: The metadata keys prompts show as CRAG's word: a source's own copy is never carried over to a strip (a stored
+#: document's `unverified` or `web_source` would read as if CRAG had set it). CRAG's bookkeeping (`crag_*`) is
+#: never shown to the LLM and travels, as the Haystack components stamp it for each other.
+CRAG_KEYS = (UNVERIFIED_KEY, "web_source")
+
+
+def source_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A source's metadata as a strip carries it: everything but the keys only CRAG sets (`CRAG_KEYS`)."""
+    return {k: v for k, v in (metadata or {}).items() if k not in CRAG_KEYS}
+
+
 def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
                    source: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Metadata every adapter adds to a knowledge strip, on top of its source's own metadata (`source`): the
@@ -116,6 +128,9 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
         metadata["title"] = strip.title
         metadata["url"] = strip.url
         metadata["web_source"] = strip.source_label  # shown to the LLM beside the text
+    elif stored_web:  # CRAG's own word that the stored text came from the web, never the source's copy of it
+        metadata["web_source"] = (f"{label_line(str(source.get('url') or 'a stored page'))} (untrusted web "
+                                  "page, stored)") if source is not None else "(untrusted web page, stored)"
     if strip.unverified:
         metadata[UNVERIFIED_KEY] = UNVERIFIED_NOTE  # shown to the LLM beside the text
     if result is None:
@@ -153,11 +168,13 @@ def saved_evaluator(evaluator: RetrievalEvaluator) -> tuple[str, dict[str, Any] 
 
 
 __all__ = [
+    "CRAG_KEYS",
     "NO_CONTEXT_INSTRUCTION",
     "NO_KNOWLEDGE_ANSWER",
     "NO_WEB_SEARCH",
     "PAPER_REWRITE_PROMPT",
     "TITLE_KEYS",
+    "UNVERIFIED_END",
     "UNVERIFIED_KEY",
     "UNVERIFIED_NOTE",
     "URL_KEYS",
@@ -216,6 +233,7 @@ __all__ = [
     "result_metadata",
     "result_tool_text",
     "saved_evaluator",
+    "source_metadata",
     "strip_metadata",
     "tool_text",
     "unverified_mark",

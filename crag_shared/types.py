@@ -60,7 +60,7 @@ class Passage:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-_MARKERS = re.compile(r"\[\s*(web\s*:|end\s+of\s+web\s+text\s*\])", re.IGNORECASE)
+_MARKERS = re.compile(r"\[\s*(web\s*:|unverified\s*:|end\s+of\s+(?:web|unverified)\s+text\s*\])", re.IGNORECASE)
 
 
 _SOURCE_LINE = re.compile(r"^(\s*)web_source(\s*):", re.IGNORECASE | re.MULTILINE)
@@ -82,8 +82,9 @@ def ascii_host(url: str) -> str:
 
 
 def neutralized(text: str) -> str:
-    """Untrusted web text with any web-block delimiter of its own (`[web: ...`, `[end of web text]`, in
-    any case or spacing) turned into parentheses, so it can neither close its block nor open another, and
+    """Untrusted text with any block delimiter of its own (`[web: ...`, `[end of web text]`, `[unverified: ...`,
+    `[end of unverified text]`, in any case or spacing) turned into parentheses, so it can neither close its
+    block nor open another, and
     any line of its own that starts like the `web_source:` header adapters show beside web text made
     plain (`web_source -`), so it cannot pose as one."""
     text = _MARKERS.sub(lambda m: "(" + m.group(1).rstrip("]").rstrip() + (")" if m.group(1).endswith("]") else ""),
@@ -100,6 +101,11 @@ UNVERIFIED_NOTE = ("CRAG could not verify that this passage answers the question
 def unverified_mark() -> str:
     """The mark and the instruction as one line, as every prompt crag owns shows them beside a strip."""
     return f"[unverified: {UNVERIFIED_NOTE}]"
+
+
+#: Where an unverified strip ends in a prompt: its own text cannot write this (`neutralized`), so a line break
+#: inside it cannot start what reads as a new, verified passage.
+UNVERIFIED_END = "[end of unverified text]"
 
 
 @dataclass(frozen=True)
@@ -141,10 +147,11 @@ class Strip:
         """The strip as it should meet an LLM prompt: web text delimited with its source, so a page that
         says "ignore previous instructions" reads as quoted page content, not as the prompt's own words. The
         page cannot forge the delimiters: its own `[web:` / `[end of web text]` are neutralized, and the
-        label (URL or title) is one line without brackets. An unverified strip follows its mark."""
+        label (URL or title) is one line without brackets. An unverified strip stands between its mark and
+        `UNVERIFIED_END`, its own delimiters neutralized."""
         label = self.source_label
         text = self.text if label is None else f"[web: {label}]\n{neutralized(self.text)}\n[end of web text]"
-        return f"{unverified_mark()}\n{text}" if self.unverified else text
+        return f"{unverified_mark()}\n{neutralized(text)}\n{UNVERIFIED_END}" if self.unverified else text
 
 
 @dataclass(frozen=True)

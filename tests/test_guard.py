@@ -20,7 +20,7 @@ from crag_haystack.testing import FixedRetriever as HaystackRetriever
 from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGQueryEngineTool, CRAGWorkflow
 from crag_llamaindex.testing import FixedRetriever, RuleLLM
 from crag_shared import Corrector, CRAGConfig, FunctionSearch
-from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, UNVERIFIED_NOTE, unverified_mark
+from crag_shared.adapter import NO_KNOWLEDGE_ANSWER, UNVERIFIED_END, UNVERIFIED_NOTE, unverified_mark
 
 # Ambiguous with the lexical judge: both passages are about the novel but name no author (-0.12 each, "holds no
 # person"), so neither scores the upper threshold and neither falls below the lower
@@ -108,7 +108,7 @@ def test_the_haystack_pipeline_hands_the_generator_the_mark_and_the_instruction(
     pipeline = build_crag_pipeline(documents_by_question(), generator, ambiguous="guard", evaluator="default")
     ran = pipeline.run({"query": NEAR}, include_outputs_from={"gate"})
     [prompt] = generator.prompts
-    assert f"- {unverified_mark()} {PASSAGES[NEAR][0]}" in prompt
+    assert f"- {unverified_mark()}\n{PASSAGES[NEAR][0]}\n{UNVERIFIED_END}" in prompt
     assert all(d.meta["unverified"] == UNVERIFIED_NOTE for d in ran["gate"]["documents"])
     pipeline.run({"query": CORRECT})
     assert "1937" in generator.prompts[-1] and "unverified" not in generator.prompts[-1]

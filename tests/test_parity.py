@@ -20,7 +20,7 @@ from crag_haystack import CRAG, ReplayWebSearch, build_crag_pipeline
 from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever
 from crag_llamaindex import CRAGPostprocessor
 from crag_shared import ActionPolicy, Corrector, CRAGConfig, Passage, ReplaySearch
-from crag_shared.adapter import unverified_mark
+from crag_shared.adapter import UNVERIFIED_END, unverified_mark
 from crag_shared.demo import QUESTIONS, corpus, recorded_web_path
 
 TABLE = [*QUESTIONS,
@@ -146,7 +146,8 @@ def test_a_pipeline_loads_its_model_once(store, tiny_bert):
 
 def prompt_knowledge(documents):
     """What a prompt reads of Haystack documents, as `CorrectionResult.knowledge_text` writes strips."""
-    return "\n".join((f"{unverified_mark()}\n" if "unverified" in d.meta else "") + d.content for d in documents)
+    return "\n".join(f"{unverified_mark()}\n{d.content}\n{UNVERIFIED_END}" if "unverified" in d.meta else d.content
+                     for d in documents)
 
 
 @pytest.mark.parametrize("ambiguous", ["drop", "guard"])

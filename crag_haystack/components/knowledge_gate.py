@@ -5,7 +5,14 @@ from typing import Any
 
 from haystack import Document, component
 
-from crag_shared.adapter import UNVERIFIED_KEY, UNVERIFIED_NOTE, Action, AmbiguousRule, abstention_for
+from crag_shared.adapter import (
+    UNVERIFIED_KEY,
+    UNVERIFIED_NOTE,
+    Action,
+    AmbiguousRule,
+    abstention_for,
+    neutralized,
+)
 
 from ..convert import checked_documents
 from ..integration import ROUTERS, keep_earlier_type_string
@@ -58,7 +65,8 @@ class KnowledgeGate:
             web_knowledge = any(d.meta.get("crag_origin") == "web" for d in documents)
             scores = [_score(documents[i]) for i in stamped]
             placed = dict(zip(stamped, rule.place(scores, web_knowledge)))
-        kept = [replace(d, meta={**d.meta, UNVERIFIED_KEY: UNVERIFIED_NOTE}) if placed.get(i) == "unverified" else d
+        kept = [replace(d, content=neutralized(d.content or ""), meta={**d.meta, UNVERIFIED_KEY: UNVERIFIED_NOTE})
+                if placed.get(i) == "unverified" else d
                 for i, d in enumerate(documents) if placed.get(i) != "dropped"]
         if len(kept) < len(documents):
             logger.debug("KnowledgeGate: Ambiguous without web knowledge: kept {kept} of {total} internal strips "
