@@ -219,3 +219,32 @@ def test_a_users_node_named_crag_never_replaces_the_verdict_and_answered_questio
     response = logged.query(QUESTION)
     assert response.metadata["crag"]["action"] == "correct" and not response.metadata["crag"]["abstained"]
     assert "George Eliot" in str(response) or response.source_nodes[0].node.get_content() == ANSWER
+
+
+# -- bounded time ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("language,question,filler", [
+    ("de", "Wo liegt die Stadt?", "Die Stadt liegt am Fluss und hat viele alte Gebäude. "),
+    ("zh", "北京是哪个国家的首都？", "北京是中华人民共和国的首都，位于华北平原的北部。"),
+])
+def test_the_lexical_judge_reads_a_passage_as_far_as_its_first_read_chars(language, question, filler):
+    from crag_shared.evaluators import LexicalEvaluator
+    from crag_shared.text.sentences import READ_CHARS
+
+    head = (filler * (READ_CHARS // len(filler) + 1))[:READ_CHARS]
+    judge = LexicalEvaluator(language=language)
+    # the tail past READ_CHARS is never analyzed: a megabyte more changes nothing and costs nothing
+    assert judge.score(question, [head + "Ganz anders. 完全不同。" * 40_000]) == judge.score(question, [head])
+
+
+def test_a_request_of_very_many_passages_is_warned_about(caplog):
+    import logging
+
+    from crag_shared.corrector.checks import MANY_PASSAGES
+
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        Corrector(evaluator_from_spec("lexical")).judge(QUESTION, [ANSWER] * (MANY_PASSAGES + 1))
+    assert any(f"{MANY_PASSAGES + 1} in one request" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crag"):
+        Corrector(evaluator_from_spec("lexical")).judge(QUESTION, [ANSWER] * 10)
+    assert not caplog.records

@@ -6,6 +6,7 @@ fault (a NaN or infinite score) becomes a `Failed` step and takes the documented
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from ..evaluators.base import Evaluation, RetrievalEvaluator
 from ..evaluators.spec import describe
 from ..scores import clip
+from ..trace import log
 from ..types import Passage, Trace, WebResult, WebSearchResponse
 from ..web.base import WebSearch
 from .protocol import Failed
@@ -84,6 +86,10 @@ def check_query(query: object) -> str:
     return text
 
 
+#: Above this many passages in one request, CRAG warns: it scores each (10,000 took minutes on two cores).
+MANY_PASSAGES = 1_000
+
+
 def as_passages(passages: object) -> list[Passage]:
     """The passages as `Passage`s with ids (their index when missing); anything else is a TypeError naming it."""
     if not isinstance(passages, Iterable) or isinstance(passages, (str, bytes)):
@@ -100,4 +106,7 @@ def as_passages(passages: object) -> list[Passage]:
             items.append(Passage(p, id=str(i)))
         else:
             raise TypeError(f"passages[{i}] is {type(p).__name__}; expected str or Passage")
+    if len(items) > MANY_PASSAGES:
+        log(logging.WARNING, "CRAG judges every passage it is given: {count} in one request will take long (each "
+            "is scored, then refined); hand it the top of your retrieval (the paper judges 10)", count=len(items))
     return items
