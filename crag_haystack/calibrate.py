@@ -30,7 +30,7 @@ def _retrieve(source: Any, retriever: str | None, inputs: Callable[[str], dict[s
 def calibrate(source: Any, qa: Iterable[object] | str | Path, *, retriever: str | None = None,
               inputs: Callable[[str], dict[str, Any]] | None = None, evaluator: str | RetrievalEvaluator = "default",
               crag: CRAG | None = None, out: str | Path | None = None, alpha: float = 1.0, steps: int = 201,
-              near_miss_budget: float | None = None, progress: bool = True) -> QACalibration:
+              near_miss_budget: float | None = None, keep_answers: float = 0.8, progress: bool = True) -> QACalibration:
     """Fit CRAG's two thresholds on your own retriever from question–answer pairs (no relevance labels).
 
     `source` is a retriever component (run with `query=`, or with `inputs(question)` as keywords) or a
@@ -39,7 +39,8 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, retriever: str 
     whole RAG pipeline: every component of it runs for every question. Each passage is labelled by whether
     it holds a gold answer (`crag_shared.calibration.holds_answer`), near-miss queries are added, and Eq. 2 is
     fitted with the judge of `crag` (your configured `CRAG` component) or of `evaluator`. `qa`: a JSONL path
-    or pairs. `near_miss_budget` (e.g. 0.2) picks the upper threshold keeping the most answers with at most
+    or pairs. `keep_answers` (0.8): the share of answers under which it warns.
+    `near_miss_budget` (e.g. 0.2) picks the upper threshold keeping the most answers with at most
     that share of near misses passed on, instead of Eq. 2's.
     With `out`, the thresholds are written there: load them with `thresholds_path=`.
     """
@@ -52,4 +53,5 @@ def calibrate(source: Any, qa: Iterable[object] | str | Path, *, retriever: str 
         return [to_passage(d) for d in found(question)]
 
     return calibrate_qa(judge, qa, retrieve, alpha=alpha, steps=steps, progress=progress,
-                        near_miss_budget=near_miss_budget, out=out)
+                        near_miss_budget=near_miss_budget, out=out,
+                        keep_answers=keep_answers)

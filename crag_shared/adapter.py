@@ -129,8 +129,7 @@ def strip_metadata(strip: Strip, result: CorrectionResult | None = None,
         metadata["url"] = strip.url
         metadata["web_source"] = strip.source_label  # shown to the LLM beside the text
     elif stored_web:  # CRAG's own word that the stored text came from the web, never the source's copy of it
-        metadata["web_source"] = (f"{label_line(str(source.get('url') or 'a stored page'))} (untrusted web "
-                                  "page, stored)") if source is not None else "(untrusted web page, stored)"
+        metadata["web_source"] = f"{label_line(str((source or {}).get('url') or 'a stored page'))} (untrusted web page)"
     if strip.unverified:
         metadata[UNVERIFIED_KEY] = UNVERIFIED_NOTE  # shown to the LLM beside the text
     if result is None:

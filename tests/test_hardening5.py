@@ -194,7 +194,7 @@ def test_a_stored_documents_own_marks_are_not_shown_as_crags():
     assert stored.meta["unverified"] == "trust this"  # the user's document is never changed
     was_web = Document(content=ANSWER, meta={"crag_origin": "web", "url": "https://x.example/p"})
     [strip] = CRAG(evaluator="lexical").run(query=QUESTION, documents=[was_web])["documents"]
-    assert strip.meta["web_source"] == "https://x.example/p (untrusted web page, stored)"
+    assert strip.meta["web_source"] == "https://x.example/p (untrusted web page)"
 
 
 # -- the drop-in's verdict cannot be displaced, and is there for answered questions ---------------------
@@ -248,3 +248,18 @@ def test_a_request_of_very_many_passages_is_warned_about(caplog):
     with caplog.at_level(logging.WARNING, logger="crag"):
         Corrector(evaluator_from_spec("lexical")).judge(QUESTION, [ANSWER] * 10)
     assert not caplog.records
+
+
+# -- every refusal says why in plain words -----------------------------------------------------------
+def test_a_refusal_names_the_closest_passage_and_what_it_lacks_never_its_words():
+    from crag_shared import Passage
+
+    passages = [Passage("The Sydney Opera House opened in 1973.", title="Sydney Opera House"),
+                Passage("The Eiffel Tower is made of wrought iron.")]
+    result = Corrector(evaluator_from_spec("lexical")).correct("When did the Sydney Harbour Bridge open?", passages)
+    assert result.abstained
+    reason = result.abstention.reason
+    assert "the closest passage, “Sydney Opera House”, scored" in reason and "does not hold 'harbour'" in reason
+    untitled = Corrector(evaluator_from_spec("lexical")).correct("Who wrote Middlemarch?", ["Bees make honey."])
+    assert "the closest passage, passage 1 of 1" in untitled.abstention.reason
+    assert "honey" not in untitled.abstention.reason.lower()  # a rejected passage's words reach no LLM

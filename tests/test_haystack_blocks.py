@@ -97,7 +97,8 @@ def test_an_agent_reads_the_verdict_and_the_knowledge_through_a_component_tool(r
     expected = block.run(query=question)
     assert said.splitlines()[0].startswith(f"CRAG verdict: {expected['action']}")
     if "abstention" in expected:
-        assert expected["abstention"] in said and len(said.splitlines()) == 1
+        reason = expected["abstention"].split("; the closest passage")[0]  # the rest is cut to keep the line short
+        assert reason in said and "the closest passage" in said and len(said.splitlines()) == 1
     else:
         assert len(said.splitlines()) == 1 + len(expected["documents"])
         assert all(" ".join(d.content.split()) in said for d in expected["documents"])

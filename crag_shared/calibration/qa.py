@@ -71,6 +71,8 @@ class QACalibration:
     tradeoff: list[TradeOff] = field(default_factory=list)
     chosen_by: str = "Eq. 2"
     notes: list[str] = field(default_factory=list)
+    #: The share of answers the thresholds should keep: under it, `warnings` says so, with the budget that keeps it.
+    keep_answers: float = 0.8
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -101,27 +103,28 @@ class QACalibration:
         chosen = replace(self.calibration, policy=ActionPolicy(upper, lower), objective=objective, actions=counts,
                          accuracy=accuracy)
         return QACalibration(chosen, self.evaluator, self.queries, self.tradeoff, chosen_by=f"near misses passed on "
-                             f"at most {near_misses:.0%}", notes=self.notes)
+                             f"at most {near_misses:.0%}", notes=self.notes, keep_answers=self.keep_answers)
 
     @property
     def warnings(self) -> list[str]:
         """What to know before using these thresholds: the `notes` on the inputs, and, when the thresholds
-        keep under half the answers, that figure with the `near_miss_budget` that keeps at least half."""
+        keep under `keep_answers` of the answers, that figure with the `near_miss_budget` that keeps that share."""
         kept = self._few_answers_kept()
         return [*self.notes, *([kept] if kept else [])]
 
     def _few_answers_kept(self) -> str | None:
-        answerable, near = self.count("answerable"), self.count("near_miss")
+        answerable, near, share = self.count("answerable"), self.count("near_miss"), self.keep_answers
         row = next((r for r in self.tradeoff if r.upper == self.thresholds[0]), None)
-        if row is None or 2 * row.answers_kept >= answerable:
+        if row is None or row.answers_kept >= share * answerable - 1e-9:
             return None
         said = (f"the thresholds keep {row.answers_kept} of {answerable} answers "
-                f"({row.answers_kept / answerable:.0%}; upper {row.upper:+.2f})")
-        # the highest upper keeping half the answers passes on the fewest near misses that do
-        half = max((r for r in self.tradeoff if 2 * r.answers_kept >= answerable), key=lambda r: r.upper, default=None)
-        if half is None:
+                f"({row.answers_kept / answerable:.0%}, under the {share:.0%} asked for; upper {row.upper:+.2f})")
+        # the highest upper keeping that share of the answers passes on the fewest near misses that do
+        enough = max((r for r in self.tradeoff if r.answers_kept >= share * answerable - 1e-9), key=lambda r: r.upper,
+                     default=None)
+        if enough is None:
             return said
-        budget = math.ceil(round(100 * half.near_misses_passed / max(1, near), 6)) / 100
+        budget = math.ceil(round(100 * enough.near_misses_passed / max(1, near), 6)) / 100
         better = self.choose(budget)
         kept = next(r for r in better.tradeoff if r.upper == better.thresholds[0])
         return (f"{said}: near_miss_budget={budget:g} (--near-miss-budget {budget:g}) keeps {kept.answers_kept} "
@@ -216,7 +219,8 @@ def tradeoff(queries: Sequence[JudgedQuery], uppers: Iterable[float]) -> list[Tr
 def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
                  retrieve: Callable[[str], Sequence[Passage | str]] | Sequence[Sequence[Passage | str]], *,
                  evaluator_name: str | None = None, alpha: float = 1.0, steps: int = 201, progress: bool = True,
-                 near_miss_budget: float | None = None, out: str | Path | None = None) -> QACalibration:
+                 near_miss_budget: float | None = None, out: str | Path | None = None,
+                 keep_answers: float = 0.8) -> QACalibration:
     """Fit the thresholds from question–answer pairs, scoring with `judge`: a `Corrector` (for example
     `Corrector(evaluator, score_titles=True)`), which scores each passage as it does when it corrects.
     `retrieve(question)` gives each question's passages (or pass the lists, in the order of `qa`; a passage
@@ -224,8 +228,11 @@ def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
     `{"question", "answers"}` dicts. `evaluator_name` (default: the judge's evaluator as it describes
     itself) is what the thresholds file says fitted them. With `near_miss_budget`, the upper threshold is
     `choose(near_miss_budget)`'s instead of Eq. 2's. With `out`, the thresholds file is written there. Each
-    of the result's `warnings` (answers too common to label passages by; thresholds that keep under half the
-    answers) is logged on the "crag" logger, and saved in the thresholds file."""
+    of the result's `warnings` (answers too common to label passages by; thresholds that keep under
+    `keep_answers` of the answers, 80 % by default) is logged on the "crag" logger, and saved in the thresholds
+    file."""
+    if not 0.0 < keep_answers <= 1.0:
+        raise ValueError(f"keep_answers must be a share in (0, 1], got {keep_answers!r}")
     pairs = read_qa(qa) if isinstance(qa, (str, Path)) else [qa_pair(v, f"qa[{i}]") for i, v in enumerate(qa)]
     if not pairs:
         raise ValueError("no question-answer pairs to calibrate on")
@@ -240,7 +247,8 @@ def calibrate_qa(judge: Judge, qa: Iterable[object] | str | Path,
     grid = [round(-1 + i / 20, 2) for i in range(41)]
     uppers = sorted({*grid, calibration.policy.upper})
     name = evaluator_name if evaluator_name is not None else describe(judge.evaluator)
-    result = QACalibration(calibration, name, queries, tradeoff(queries, uppers), notes=notes)
+    result = QACalibration(calibration, name, queries, tradeoff(queries, uppers), notes=notes,
+                           keep_answers=keep_answers)
     if near_miss_budget is not None:
         result = result.choose(near_miss_budget)
     for warning in result.warnings:

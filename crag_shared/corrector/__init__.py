@@ -2,6 +2,7 @@
 
 from .ambiguous import AmbiguousRule
 from .corrector import Corrector
-from .walk import NO_WEB_SEARCH, abstention_for, ambiguous_rule
+from .verdicts import abstention_for
+from .walk import NO_WEB_SEARCH, ambiguous_rule
 
 __all__ = ["NO_WEB_SEARCH", "AmbiguousRule", "Corrector", "abstention_for", "ambiguous_rule"]

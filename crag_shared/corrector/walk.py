@@ -37,7 +37,6 @@ from ..trace import (
     log,
 )
 from ..types import (
-    Abstention,
     Action,
     CorrectionResult,
     Judgment,
@@ -65,7 +64,14 @@ from .protocol import (
     WebAnswer,
     WebRequest,
 )
-from .verdicts import accepted_by_llm, decided_by, seed_verdicts, within_verdicts
+from .verdicts import (
+    abstention_for,
+    accepted_by_llm,
+    closest_passage,
+    decided_by,
+    seed_verdicts,
+    within_verdicts,
+)
 
 NO_WEB_SEARCH = "no web search configured"
 
@@ -186,7 +192,9 @@ class Walks:
 
         knowledge = internal + external
         floor = rule.floor if rule is not None and rule.below == "drop" else None
-        abstention = None if knowledge else abstention_for(action, web_missing, floor)
+        reasons = next((step.reasons for step in trace.of(Evaluated)), [])
+        abstention = None if knowledge else abstention_for(action, web_missing, floor,
+                                                           closest_passage(items, judgment.scores, reasons))
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
         trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
@@ -379,20 +387,3 @@ def ambiguous_rule(query: str, upper: float, on_web_failure: str, ambiguous: str
     """The `AmbiguousRule` of one Ambiguous question under a corrector's settings: its floor is
     `ambiguous_floor`. The core's walk and the Haystack router (which stamps it for the gate) take it here."""
     return AmbiguousRule(ambiguous_floor(query, upper, language), below_floor(on_web_failure, ambiguous))
-
-
-def abstention_for(action: Action, web_missing: str | None, upper: float | None = None) -> Abstention:
-    """Why a correction of this action ended with no knowledge (see `Abstention`); `web_missing` says why
-    there is no web knowledge, None when the web gave pages but none of their strips passed; `upper`, the
-    floor an Ambiguous query's internal strips had to reach without web knowledge (`AmbiguousRule`, "drop").
-    The Haystack pipeline's `KnowledgeGate` words its abstentions with this too."""
-    if action is Action.UNJUDGED:
-        return Abstention("empty_query", "the query is empty: nothing was judged")
-    web = f"there is no web knowledge ({web_missing})" if web_missing else "no web strip passed the strip threshold"
-    if action is Action.INCORRECT:
-        return Abstention("incorrect", f"the retrieved passages were judged irrelevant and {web}")
-    internal = "no retrieved strip passed the strip threshold"
-    if upper is not None and action is Action.AMBIGUOUS:
-        internal = ("the question names no one, so no retrieved strip can be judged against it" if upper > 1.0
-                    else f"no retrieved strip scored at least the upper threshold ({upper:+.2f})")
-    return Abstention("no_knowledge", internal if action is Action.CORRECT else f"{internal} and {web}")

@@ -131,7 +131,8 @@ def _calibrate_qa(args: argparse.Namespace, judge: Corrector, plot: Callable[...
     readable(args.retrieved, "--retrieved")
     qa = read_qa(args.qa)
     result = calibrate_qa(judge, qa, read_retrieved(args.retrieved, qa), evaluator_name=args.evaluator,
-                          alpha=args.alpha, steps=args.steps, near_miss_budget=args.near_miss_budget, out=args.out)
+                          alpha=args.alpha, steps=args.steps, near_miss_budget=args.near_miss_budget, out=args.out,
+                          keep_answers=args.keep_answers)
     if args.plot:
         plot(result.calibration, [q.scores for q in result.queries], [q.labels for q in result.queries], args.plot)
     if args.records:

@@ -169,6 +169,9 @@ def _calibrate_command(commands: Any) -> None:
     cal.add_argument("--near-miss-budget", type=number(float, minimum=0, maximum=1),
                      help="with --qa: instead of Eq. 2's upper threshold, the one keeping the most answers while "
                           "passing on at most this share of the near misses (e.g. 0.2)")
+    cal.add_argument("--keep-answers", type=number(float, minimum=0.01, maximum=1), default=0.8,
+                     help="with --qa: warn when the thresholds keep under this share of the answers, naming the "
+                          "--near-miss-budget that keeps it (default 0.8)")
     cal.add_argument("--records", help="also write one JSON line per query fitted on (scores, labels): the input of "
                                        "crag report's trade-off curve")
     cal.add_argument("--evaluator", default="default", help=EVALUATOR_HELP)
