@@ -82,3 +82,16 @@ def test_every_page_renders_with_content_and_its_links_resolve(site, tmp_path):
         colours = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 16)
         assert colours is None or len(colours) > 20, f"{path} renders nearly blank"
     assert broken == []
+
+
+def test_every_install_line_from_a_clone_brings_the_readers_weights():
+    """The adapters need crag-reader, which is on no index yet: a line installing an adapter from the clone must
+    install ./crag_reader beside it (CI runs the README's lines as written)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            found = re.search(r"pip install ((?:\./\S+\s*)+)", line)
+            if found and re.search(r"\./crag_(llamaindex|haystack)\b", found.group(1)):
+                assert "./crag_reader" in found.group(1), f"{page.name}: {line.strip()}"
