@@ -1,15 +1,18 @@
 """The serializable CRAG configuration every adapter keeps (`Corrector.from_config` builds from it).
 
 Framework adapters keep only this plain config in their serialized form (`model_dump`, `to_dict`); live
-objects (LLM clients, web providers with keys) are passed separately and never serialized.
+objects (LLM clients, web providers with keys) are passed separately and never serialized. It is a pydantic
+dataclass: the settings' types and bounds are its declaration, the same one its JSON Schema is written from.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from dataclasses import asdict, fields
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, TypeAdapter, field_validator
+from pydantic.dataclasses import dataclass
 
 from .text.analysis import check_language
 
@@ -20,11 +23,20 @@ OnWebFailure = Literal["keep", "drop"]
 #: What an Ambiguous question's strips that CRAG could not verify (below the upper threshold) do: dropped
 #: without web knowledge ("drop", unless `on_web_failure="keep"`), or handed on marked unverified ("guard").
 AmbiguousMode = Literal["drop", "guard"]
+#: A threshold: a finite number in [-1, 1] (an integer is taken as the number it is; True is not a number here).
+Threshold = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
-@dataclass
+#: A count of at least one; a length of at least 100 characters.
+AtLeastOne = Annotated[StrictInt, Field(ge=1)]
+AtLeast100 = Annotated[StrictInt, Field(ge=100)]
+
+
+@dataclass(frozen=True, config=ConfigDict(extra="forbid", strict=True))
 class CRAGConfig:
-    """The knobs of one CRAG corrector, as plain values; read-only once checked (assign a new one).
+    """The knobs of one CRAG corrector, as plain values, declared and checked by pydantic (a wrong type or value
+    fails where it is given, naming the setting); read-only (`dataclasses.replace` makes a changed copy, checked
+    again). Its JSON Schema: `CRAGConfig.model_json_schema()` (`crag schema config`).
 
     `evaluator` is a spec, as `EVALUATOR_SPECS.grammar()` lists them ("auto", the default: the LLM judge where
     the corrector holds an LLM, else "default"; "default": the reader blended with the lexical judge when the
@@ -49,67 +61,31 @@ class CRAGConfig:
     is here, under the name the Haystack components use too.
     """
 
-    evaluator: str = "auto"
-    evaluator_options: dict[str, Any] | None = None
-    upper: float | None = None
-    lower: float | None = None
-    thresholds_path: str | None = None
+    evaluator: StrictStr = "auto"
+    evaluator_options: dict[StrictStr, JsonValue] | None = None
+    upper: Threshold | None = None
+    lower: Threshold | None = None
+    thresholds_path: StrictStr | None = None
     refine_mode: RefineMode = "excerption"
-    strip_top_k: int = 5
-    strip_threshold: float = -0.5
-    web_top_k: int = 5
+    strip_top_k: AtLeastOne = 5
+    strip_threshold: Threshold = -0.5
+    web_top_k: AtLeastOne = 5
     on_web_failure: OnWebFailure = "drop"
     ambiguous: AmbiguousMode = "drop"
-    score_titles: bool = False
+    score_titles: StrictBool = False
     web_refine_mode: RefineMode = "selection"
-    max_keywords: int = 3
-    fallback_evaluator: str | None = "lexical"
-    max_strip_chars: int = 2_000
-    language: str = "en"
+    max_keywords: AtLeastOne = 3
+    fallback_evaluator: StrictStr | None = "lexical"
+    max_strip_chars: AtLeast100 = 2_000
+    language: StrictStr = "en"
 
-    def __post_init__(self) -> None:
-        """Every setting checked where it is given, naming it: a wrong type or value fails here, not deep
-        inside the first query."""
-        _expect("evaluator", self.evaluator, isinstance(self.evaluator, str), "a spec string")
-        options = self.evaluator_options
-        _expect("evaluator_options", options, options is None or (
-            isinstance(options, Mapping) and all(isinstance(k, str) for k in options) and _plain(options)),
-            "a dict of plain (JSON) values or None")
-        if options is not None:
-            object.__setattr__(self, "evaluator_options", dict(options))
-        for name in ("thresholds_path", "fallback_evaluator"):
-            value = getattr(self, name)
-            _expect(name, value, value is None or isinstance(value, str), "a string or None")
-        for name in ("upper", "lower", "strip_threshold"):
-            value = getattr(self, name)
-            ok = (value is None and name != "strip_threshold") or (_is_number(value) and -1.0 <= value <= 1.0)
-            _expect(name, value, ok, "a number in [-1, 1]" + (" or None" if name != "strip_threshold" else ""))
-        for name, least in (("strip_top_k", 1), ("web_top_k", 1), ("max_keywords", 1), ("max_strip_chars", 100)):
-            value = getattr(self, name)
-            _expect(name, value, isinstance(value, int) and not isinstance(value, bool) and value >= least,
-                    f"an integer of at least {least}")
-        for name in ("refine_mode", "web_refine_mode"):
-            value = getattr(self, name)
-            _expect(name, value, value in ("fixed_num", "excerption", "selection"),
-                    "'excerption', 'fixed_num' or 'selection'")
-        _expect("on_web_failure", self.on_web_failure, self.on_web_failure in ("keep", "drop"), "'drop' or 'keep'")
-        _expect("ambiguous", self.ambiguous, self.ambiguous in ("drop", "guard"), "'drop' or 'guard'")
-        _expect("score_titles", self.score_titles, isinstance(self.score_titles, bool), "True or False")
-        try:
-            check_language(self.language)
-        except ValueError as error:
-            raise ValueError(f"CRAG setting {error}") from None
-        object.__setattr__(self, "_sealed", True)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        """Settings are fixed once checked: a changed field would not reach the corrector built from it."""
-        if getattr(self, "_sealed", False):
-            raise AttributeError(f"CRAGConfig is read-only: to change {name}, assign a new config, e.g. "
-                                 f"postprocessor.config = dataclasses.replace(postprocessor.config, {name}=...)")
-        object.__setattr__(self, name, value)
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        return check_language(value)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CRAGConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> CRAGConfig:
         """Rebuild from `to_dict`'s output; a malformed dict raises ValueError naming what is wrong."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
@@ -121,19 +97,7 @@ class CRAGConfig:
         """This object as JSON-ready values."""
         return asdict(self)
 
-
-def _plain(value: object) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-
-
-def _expect(name: str, value: object, ok: bool, what: str) -> None:
-    if not ok:
-        raise ValueError(f"CRAG setting {name} must be {what}, got {value!r} ({type(value).__name__})"[:300])
+    @classmethod
+    def model_json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of a config's dict form (`to_dict`, a saved component's settings)."""
+        return TypeAdapter(cls).json_schema()

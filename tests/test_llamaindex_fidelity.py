@@ -229,7 +229,7 @@ def test_mistakes_fail_at_construction_and_say_what_to_do(settings):
     assert isinstance(judged.corrector.evaluator, EmbeddingEvaluator) and judged.config.evaluator == "embedding"
     with pytest.raises(TypeError, match="evaluator must be a spec string"):
         CRAGPostprocessor(evaluator=42)
-    with pytest.raises(ValueError, match="strip_top_k must be an integer"):
+    with pytest.raises(ValueError, match="strip_top_k\n  Input should be a valid integer"):
         CRAGPostprocessor(strip_top_k="3")
     with pytest.raises(ValueError, match=r"pass either config=CRAGConfig\(...\) or its settings as keywords \(upper\)"):
         CRAGPostprocessor(config={"lower": -0.4}, upper=0.5)

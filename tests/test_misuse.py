@@ -264,15 +264,16 @@ def test_calibrate_without_matplotlib_says_so(files, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("settings,words", [
-    ({"strip_top_k": "3"}, "strip_top_k must be an integer of at least 1, got '3'"),
-    ({"web_top_k": 0}, "web_top_k must be an integer of at least 1"),
-    ({"upper": 2}, "upper must be a number in [-1, 1] or None, got 2"),
-    ({"lower": True}, "lower must be a number in [-1, 1] or None, got True"),
-    ({"strip_threshold": None}, "strip_threshold must be a number in [-1, 1], got None"),
-    ({"refine_mode": "sentences"}, "refine_mode must be 'excerption', 'fixed_num' or 'selection'"),
-    ({"on_web_failure": "ignore"}, "on_web_failure must be 'drop' or 'keep'"),
-    ({"score_titles": "yes"}, "score_titles must be True or False"),
-    ({"evaluator": 3}, "evaluator must be a spec string"),
+    ({"strip_top_k": "3"}, "strip_top_k\n  Input should be a valid integer"),
+    ({"web_top_k": 0}, "web_top_k\n  Input should be greater than or equal to 1"),
+    ({"upper": 2}, "upper\n  Input should be less than or equal to 1"),
+    ({"lower": True}, "lower\n  Input should be a valid number"),
+    ({"strip_threshold": None}, "strip_threshold\n  Input should be a valid number"),
+    ({"refine_mode": "sentences"}, "refine_mode\n  Input should be 'fixed_num', 'excerption' or 'selection'"),
+    ({"on_web_failure": "ignore"}, "on_web_failure\n  Input should be 'keep' or 'drop'"),
+    ({"score_titles": "yes"}, "score_titles\n  Input should be a valid boolean"),
+    ({"evaluator": 3}, "evaluator\n  Input should be a valid string"),
+    ({"evaluator_options": {"model": object()}}, "evaluator_options.model\n  input was not a valid JSON value"),
 ])
 def test_a_bad_setting_fails_where_it_is_given_naming_it(settings, words):
     from crag_shared import CRAGConfig

@@ -126,8 +126,9 @@ class DeadlineAdapter(requests.adapters.HTTPAdapter):
     their connections are the proxy library's own), and whose answers are read within `MAX_ANSWER_BYTES`
     once decoded, however many content-encoding layers they have."""
 
-    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
-             verify: Any = True, cert: Any = None, proxies: dict[str, str] | None = None) -> requests.Response:
+    def send(self, request: requests.PreparedRequest, stream: bool = False,
+             timeout: float | tuple[float | None, float | None] | None = None, verify: bool | str = True,
+             cert: str | tuple[str, str] | None = None, proxies: dict[str, str] | None = None) -> requests.Response:
         """Send, then read the body bounded and hand requests the decoded bytes through `Response.raw`. A
         redirect from the search API is refused, as the httpx providers refuse it: an API that answers with
         one is misconfigured or compromised, and its target (a metadata address, say) is never asked."""
