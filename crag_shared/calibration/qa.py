@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.spec import describe
@@ -37,13 +37,18 @@ def near_misses(labels: Sequence[bool], texts: Sequence[str], least: int = NEAR_
     return misses if any(labels) and len(misses) >= least else []
 
 
+#: A calibration query: a question with an answering passage, its near misses alone, or a question no retrieved
+#: passage answers.
+QueryKind = Literal["answerable", "near_miss", "no_answer"]
+
+
 @dataclass(frozen=True)
 class JudgedQuery:
     """One query Eq. 2 is fitted on: a question (its passages labelled by answer) or a question's near misses."""
 
     id: str
     question: str
-    kind: str  # "answerable", "near_miss" or "no_answer" (no retrieved passage holds an answer)
+    kind: QueryKind
     scores: list[float]
     labels: list[bool]
 
@@ -195,7 +200,7 @@ def judged_queries(judge: Judge, qa: Sequence[QAPair], retrieved: Sequence[Seque
         question_id = pair.id or str(number)
         scores = list(judged_scores(judge, pair.question, passages).scores) if passages else []
         labels = [holds_answer(p.text or "", pair.answers) for p in passages]
-        kind = "answerable" if any(labels) else "no_answer"
+        kind: QueryKind = "answerable" if any(labels) else "no_answer"
         queries.append(JudgedQuery(question_id, pair.question, kind, scores, labels))
         missed = near_misses(labels, [p.text or "" for p in passages], least)
         if missed:

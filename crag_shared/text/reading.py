@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from .knowledge import table_keys, table_lines, table_words, word_set
 from .names import POSSESSIVE, letters_of, name_runs, names_in_full, names_of, run_patterns, run_texts
@@ -33,7 +33,8 @@ from .sentences import READ_CHARS
 from .unanswering import addresses_the_judge, only_asks, statements
 from .words import STOPWORDS, fold, words
 
-Kind = str  # "place" | "time" | "person" | "number" | "description"
+#: The kind of answer a question's wording asks for.
+Kind = Literal["place", "time", "person", "number", "description"]
 
 #: A relation word's form -> the key all its forms share (`tables/en/irregular_forms.txt`).
 IRREGULAR = {form: canon for canon, forms in table_keys("en", "irregular_forms") for form in forms.split()}
@@ -88,7 +89,9 @@ def _kind_patterns() -> tuple[tuple[Kind, re.Pattern[str]], ...]:
     """Each answer kind's pattern over a question's start (`tables/en/answer_kinds.txt`), in table order."""
     openings: dict[Kind, list[str]] = {}
     for kind, pattern in table_keys("en", "answer_kinds"):
-        openings.setdefault(kind, []).append(pattern)
+        if kind not in get_args(Kind):
+            raise ValueError(f"tables/en/answer_kinds.txt: unknown answer kind {kind!r}, not one of {get_args(Kind)}")
+        openings.setdefault(cast(Kind, kind), []).append(pattern)
     return tuple((kind, re.compile(f"^(?:{'|'.join(alternatives)})")) for kind, alternatives in openings.items())
 
 
