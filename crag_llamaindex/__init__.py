@@ -8,7 +8,6 @@
 - `CRAGVerdicts`, `AbstentionAware`: sub-question engines and routers over CRAG engines keep each verdict
   and never summarize abstentions into an answer;
 - `calibrate`: the thresholds fitted on your index from questions and their answers;
-- `CRAGPack`: the llama-packs shape, deprecated as LlamaIndex deprecated packs.
 
 The same names import from `llama_index.postprocessor.crag`, LlamaIndex's integration naming.
 """
@@ -18,7 +17,6 @@ from .compose import AbstentionAware, CRAGVerdicts
 from .embedding import embedding_evaluator
 from .instrumentation import CRAGActionEvent, CRAGFallbackEvent, CRAGWebSearchEvent
 from .llm import LlamaIndexLLM
-from .pack import CRAGPack
 from .postprocessor import CRAGPostprocessor
 from .query_engine import CRAGQueryEngine
 from .retriever import WebSearchRetriever
@@ -37,7 +35,6 @@ __all__ = [
     "AbstentionAware",
     "CRAGActionEvent",
     "CRAGFallbackEvent",
-    "CRAGPack",
     "CRAGPostprocessor",
     "CRAGQueryEngine",
     "CRAGQueryEngineTool",

@@ -4,7 +4,6 @@
 (crag_llamaindex, crag_haystack) translate their nodes and documents to `Passage` and back.
 """
 
-from . import deprecated  # noqa: F401 (the calls renamed in 0.2.0, kept for one release)
 from .config import CRAGConfig
 from .corrector import Corrector
 from .evaluators import (

@@ -11,7 +11,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CitationQueryEngine
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 
-from crag_llamaindex import CRAGPack, CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
+from crag_llamaindex import CRAGPostprocessor, CRAGQueryEngine, CRAGWorkflow
 from crag_llamaindex.testing import RuleLLM, offline_settings
 from crag_shared import CrossEncoderEvaluator, EvaluatorConfigurationError
 from crag_shared.demo import QUESTIONS, build_corrector, corpus
@@ -198,28 +198,6 @@ async def test_workflow_abstains_on_an_empty_query_and_refuses_a_missing_one(dem
 def test_workflow_needs_a_retriever_or_an_index():
     with pytest.raises(ValueError, match=r"retriever=\.\.\. or index="):
         CRAGWorkflow()
-
-
-def test_pack_modules_and_run_deprecated_pointing_to_the_workflow(demo_index):
-    with pytest.warns(DeprecationWarning, match="use CRAGWorkflow"):
-        pack = CRAGPack(demo_index, similarity_top_k=3, web_search=build_corrector().web_search,
-                        evaluator="default")
-    modules = pack.get_modules()
-    assert set(modules) == {"workflow", "query_engine", "retriever", "postprocessor", "corrector"}
-    sync = pack.run(AMBIGUOUS_Q)
-    async_ = asyncio.run(pack.arun(AMBIGUOUS_Q))
-    assert sync.metadata["crag"]["action"] == async_.metadata["crag"]["action"] == "ambiguous"
-    assert [n.node.get_content() for n in sync.source_nodes] == [n.node.get_content() for n in async_.source_nodes]
-    one = pack.run(AMBIGUOUS_Q, similarity_top_k=1)  # a per-call top k, as packs' run(**kwargs) allowed
-    assert one.metadata["crag"]["scores"] and len(one.metadata["crag"]["scores"]) == 1
-    assert len(asyncio.run(pack.arun(AMBIGUOUS_Q, similarity_top_k=2)).metadata["crag"]["scores"]) == 2
-    with pytest.warns(DeprecationWarning):
-        from_retriever = CRAGPack(demo_index.as_retriever())
-    assert isinstance(from_retriever.workflow, CRAGWorkflow)
-    with pytest.raises(TypeError, match="built from an index"):
-        from_retriever.run(AMBIGUOUS_Q, similarity_top_k=2)
-    with pytest.raises(TypeError, match="index or a retriever"), pytest.warns(DeprecationWarning):
-        CRAGPack("not an index")
 
 
 def test_mistakes_fail_at_construction_and_say_what_to_do(settings):

@@ -1,16 +1,14 @@
 """The upgrade path: one version for every distribution, a changelog that names the renames, and the calls
-renamed in 0.2.0 still working for one release, each with a DeprecationWarning naming its new call."""
+renamed in 0.2.0 gone in 0.3.0, one release later."""
 
 import re
 from pathlib import Path
 
-import pytest
 import tomllib
 
 import crag_shared
 from crag_shared import CombinedEvaluator, Corrector, CRAGConfig, LexicalEvaluator
 from crag_shared.evaluators import evaluator_spec, load_combination
-from crag_shared.tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = ["pyproject.toml", "crag_shared/pyproject.toml", "crag_llamaindex/pyproject.toml",
@@ -47,40 +45,12 @@ def test_the_changelog_names_the_renamed_calls_and_their_replacements():
         assert name in text, name
 
 
-def test_config_build_works_and_warns_naming_corrector_from_config():
-    config = CRAGConfig(evaluator="lexical", upper=0.4)
-    with pytest.warns(DeprecationWarning, match=r"CRAGConfig\.build\(\) .* use Corrector\.from_config"):
-        old = config.build()
-    assert isinstance(old, Corrector) and old.policy.upper == 0.4
-    new = Corrector.from_config(config)
-    assert old.correct(QUESTION, PASSAGES).to_dict()["scores"] == new.correct(QUESTION, PASSAGES).to_dict()["scores"]
+def test_the_calls_deprecated_in_0_2_0_are_gone_in_0_3_0():
+    """docs/releases.md: a call deprecated in a minor release is removed in the next one."""
+    import crag_llamaindex
 
-
-def test_evaluator_spec_property_works_and_warns_naming_evaluator_spec():
-    evaluator = LexicalEvaluator()
-    with pytest.warns(DeprecationWarning, match=r"evaluator\.spec .* use evaluator_spec\(evaluator\)"):
-        assert evaluator.spec == evaluator_spec(evaluator) == "lexical"
-
-
-def test_combination_save_and_load_work_and_warn_naming_the_new_calls(tmp_path):
-    combination = CombinedEvaluator([LexicalEvaluator()], [2.0], -1.0, thresholds=(0.2, -0.6))
-    path = tmp_path / "combination.json"
-    with pytest.warns(DeprecationWarning, match=r"CombinedEvaluator\.save\(path\) .* use save_combination"):
-        combination.save(path)
-    with pytest.warns(DeprecationWarning, match=r"CombinedEvaluator\.load\(path\) .* use load_combination"):
-        loaded = CombinedEvaluator.load(path)
-    assert loaded.score(QUESTION, PASSAGES) == load_combination(path).score(QUESTION, PASSAGES) == \
-        combination.score(QUESTION, PASSAGES)
-
-
-def test_the_renamed_calls_warn_at_the_callers_line():
-    with pytest.warns(DeprecationWarning) as caught:
-        assert LexicalEvaluator().spec == "lexical"
-    assert Path(caught[0].filename).name == "test_upgrade.py"
-
-
-def test_crag_bench_says_to_run_crag_bench(capsys):
-    assert main(["bench", "recall", "--queries", "5"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and "run `crag-bench recall --queries 5`" in error
-    assert main(["bench"]) == 2 and "run `crag-bench NAME`" in capsys.readouterr().err
+    assert not hasattr(CRAGConfig, "build") and not hasattr(LexicalEvaluator(), "spec")
+    assert not hasattr(CombinedEvaluator, "save") and not hasattr(CombinedEvaluator, "load")
+    assert not hasattr(crag_llamaindex, "CRAGPack")
+    assert Corrector.from_config(CRAGConfig(evaluator="lexical")).correct(QUESTION, PASSAGES).action.value == "correct"
+    assert evaluator_spec(LexicalEvaluator()) == "lexical" and load_combination
