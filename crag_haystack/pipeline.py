@@ -93,6 +93,7 @@ def build_crag_pipeline(retriever: Any, generator: Any, *, web_search: Any | Non
     pipeline.add_component("joiner", DocumentJoiner(join_mode="concatenate", sort_by_score=False))
     _add_answer(pipeline, generator, template or DEFAULT_TEMPLATE, no_knowledge_answer)
     pipeline.connect("retriever.documents", "retrieval_router.documents")
+    pipeline.connect("retrieval_router.closest", "gate.closest")
     pipeline.connect("retrieval_router.correct", "correct_refiner.documents")
     pipeline.connect("retrieval_router.ambiguous", "ambiguous_refiner.documents")
     pipeline.connect("correct_refiner.documents", "joiner.documents")

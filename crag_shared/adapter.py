@@ -15,6 +15,7 @@ from .config import AmbiguousMode, CRAGConfig, OnWebFailure, RefineMode
 from .corrector import NO_WEB_SEARCH, AmbiguousRule, Corrector, abstention_for, ambiguous_rule
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
+from .corrector.verdicts import closest_passage
 from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, embedding_unit, evaluator_kind
 from .evaluators.judge_prompt import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
@@ -217,6 +218,7 @@ __all__ = [
     "ambiguous_rule",
     "calibrate_qa",
     "check_judge_prompt",
+    "closest_passage",
     "config_from",
     "describe",
     "embedding_unit",

@@ -217,6 +217,12 @@ class Judgment:
     state: object | None = field(default=None, repr=False, compare=False)
 
     @property
+    def reasons(self) -> list[str]:
+        """Why the judge lowered each passage, in input order ("" where it gives none)."""
+        found = next((step.reasons for step in self.trace.of(Evaluated) if step.reasons), None)
+        return list(found) if found else [""] * len(self.passages)
+
+    @property
     def judges(self) -> list[str]:
         """Which judge scored each passage, in input order ("llm", or the LLM judge's offline partner where it
         stood in; "" for every passage when the evaluator is not the LLM judge, or for one not scored)."""

@@ -263,3 +263,18 @@ def test_a_refusal_names_the_closest_passage_and_what_it_lacks_never_its_words()
     untitled = Corrector(evaluator_from_spec("lexical")).correct("Who wrote Middlemarch?", ["Bees make honey."])
     assert "the closest passage, passage 1 of 1" in untitled.abstention.reason
     assert "honey" not in untitled.abstention.reason.lower()  # a rejected passage's words reach no LLM
+
+
+def test_the_haystack_pipeline_names_the_closest_passage_when_it_abstains():
+    pytest.importorskip("haystack")
+    from haystack import Document
+
+    from crag_haystack import build_crag_pipeline
+    from crag_haystack.testing import ExtractiveChatGenerator, FixedRetriever
+
+    question = "When did the Sydney Harbour Bridge open?"
+    documents = [Document(content="The Sydney Opera House opened in 1973.", meta={"title": "Sydney Opera House"})]
+    ran = build_crag_pipeline(FixedRetriever({question: documents}), ExtractiveChatGenerator(),
+                              evaluator="lexical").run({"query": question})
+    reason = ran["no_answer"]["replies"][0].meta["crag_abstention"]
+    assert "the closest passage, “Sydney Opera House”, scored" in reason and "1973" not in reason

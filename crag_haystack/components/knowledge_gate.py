@@ -49,11 +49,13 @@ class KnowledgeGate:
     __module__ = ROUTERS  # its canonical, allowlisted home (see crag_haystack.integration)
 
     @component.output_types(documents=list[Document], abstention=str)
-    def run(self, query: str, documents: list[Document], web_issues: list[str] | None = None) -> dict[str, Any]:
+    def run(self, query: str, documents: list[Document], web_issues: list[str] | None = None,
+            closest: str | None = None) -> dict[str, Any]:
         """
         :param query: the question (an empty one was not judged).
         :param documents: the joined knowledge of every branch.
         :param web_issues: the web search's issues, if it ran (they say why the web gave no knowledge).
+        :param closest: the router's `closest`: the passage that came closest, named in an abstention.
         :returns: `documents` when there is knowledge, else `abstention` (why there is none).
         """
         checked_query("KnowledgeGate", query)
@@ -76,14 +78,14 @@ class KnowledgeGate:
         if rule is not None:
             web = "; ".join(web_issues) if web_issues else (
                 "no web search configured" if web_issues is None else "the web search gave no knowledge")
-            reason = abstention_for(Action.AMBIGUOUS, web, rule.floor).reason
+            reason = abstention_for(Action.AMBIGUOUS, web, rule.floor, closest or "").reason
             logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
             return {"abstention": reason}
         if not query.strip():
             reason = abstention_for(Action.UNJUDGED, None).reason
         else:
             web = f"; the web gave none ({'; '.join(web_issues)})" if web_issues else ""
-            reason = f"no retrieved knowledge passed CRAG's judgment{web}"
+            reason = f"no retrieved knowledge passed CRAG's judgment{web}" + (f"; {closest}" if closest else "")
         logger.debug("KnowledgeGate: abstained: {reason}", reason=reason)
         return {"abstention": reason}
 

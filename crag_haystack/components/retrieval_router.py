@@ -19,6 +19,7 @@ from crag_shared.adapter import (
     RetrievalEvaluator,
     abstention_for,
     ambiguous_rule,
+    closest_passage,
 )
 
 from ..convert import checked_documents, scored_copy, to_passage
@@ -30,7 +31,8 @@ from ..logs import checked_query, observed
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
 OUTPUTS = {"correct": list[Document], "incorrect": list[Document], "ambiguous": list[Document],
-           "discarded": list[Document], "abstention": str, "action": str, "scores": list[float], "web_query": str}
+           "discarded": list[Document], "abstention": str, "action": str, "scores": list[float], "web_query": str,
+           "closest": str}
 INCORRECT_RETRIEVAL = "the retrieved documents were judged irrelevant"
 
 
@@ -52,9 +54,11 @@ class RetrievalRouter(Lifecycle):
     - Ambiguous documents carry the core's `AmbiguousRule` for their strips (`meta["crag_keep_at"]`, the
       floor, and `meta["crag_below_floor"]`), which the `KnowledgeGate` applies once the web's outcome is known.
     - An empty query is not judged: action "unjudged", the documents on `discarded`, and `abstention`.
-    `action` and `scores` (input order; none when unjudged) are always emitted; `web_query` (the query,
-    for a rewriter) only when the action needs the web. An evaluator that fails while scoring is replaced
-    by the lexical one, logged on Haystack's logger. A query that is not a string raises.
+    `action` and `scores` (input order; none when unjudged) are always emitted, and once judged `closest`, the
+    passage that came closest in words (its title or place, score and what it lacks: the `KnowledgeGate` names
+    it when it abstains); `web_query` (the query, for a rewriter) only when the action needs the web. An
+    evaluator that fails while scoring is replaced by the lexical one, logged on Haystack's logger. A query
+    that is not a string raises.
 
     Usage:
 
@@ -160,11 +164,12 @@ class RetrievalRouter(Lifecycle):
                   for d, s, j in zip(documents, judgment.scores, judges)]
         keep_incorrect = action is Action.INCORRECT and self.on_web_failure == "keep"
         kept = set(range(len(documents))) if keep_incorrect else set(judgment.kept)
+        closest = closest_passage(judgment.passages, judgment.scores, judgment.reasons)
         outputs: dict[str, Any] = {action.value: [d for i, d in enumerate(routed) if i in kept],
                                    "discarded": [d for i, d in enumerate(routed) if i not in kept],
-                                   "action": action.value, "scores": list(judgment.scores)}
+                                   "action": action.value, "scores": list(judgment.scores), "closest": closest}
         if action is Action.INCORRECT and not keep_incorrect:
-            outputs["abstention"] = INCORRECT_RETRIEVAL
+            outputs["abstention"] = f"{INCORRECT_RETRIEVAL}; {closest}" if closest else INCORRECT_RETRIEVAL
         if action is not Action.CORRECT:
             outputs["web_query"] = query
         return outputs

@@ -192,9 +192,8 @@ class Walks:
 
         knowledge = internal + external
         floor = rule.floor if rule is not None and rule.below == "drop" else None
-        reasons = next((step.reasons for step in trace.of(Evaluated)), [])
         abstention = None if knowledge else abstention_for(action, web_missing, floor,
-                                                           closest_passage(items, judgment.scores, reasons))
+                                                           closest_passage(items, judgment.scores, judgment.reasons))
         if abstention is not None:
             trace.add(Abstained(abstention.code, abstention.reason))
         trace.add(Finished(action.value, len(knowledge), len(internal), len(external),
