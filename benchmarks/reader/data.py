@@ -8,8 +8,9 @@ strips without the answer), the written sets' near misses (another plan, model, 
 off-topic passages. Every question's pairs share a group id, for the listwise loss.
 
 Held out of every pair: PopQA's 100 retrieval questions (`popqa_ctxs.jsonl`, the abstain and near-miss
-benchmarks), the SQuAD articles of `qa_pairs.jsonl`'s eval split (the near-miss benchmark's SQuAD test half)
-and every judge set but those marked `train`.
+benchmarks), the SQuAD articles of `qa_pairs.jsonl`'s eval split (the near-miss benchmark's SQuAD test half),
+every judge set but those marked `train`, and the blind-spot sets of the `valid` and `test` halves
+(`labelling.py`: questions written for the reader's blind spots, judged by an LLM).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from crag_shared.text.words import content_terms
 from crag_shared.tools.data import Pair
 
 from ..recall import has_answer_word
+from .labelling import blindspot_pairs
 from .squad import read_release
 
 #: Strips the way the refiner cuts them: sentences grouped to about this many words.
@@ -36,12 +38,15 @@ PASSAGE_WORDS = 200
 
 @dataclass(frozen=True)
 class Mix:
-    """How many questions each source gives (None: all) and how often the written sets repeat."""
+    """How many questions each source gives (None: all), how often the written sets repeat, and what share of
+    the blind-spot sets' training questions goes in (the learning curve: 1/4, 1/2, all). PopQA's recorded web
+    strips are left out by default: the repository they come from states no licence."""
     squad_questions: int = 4000
     unanswerable: int | None = None
     qa_pairs: bool = True
-    popqa_web: int = 1000
+    popqa_web: int = 0
     written_repeats: int = 3
+    blindspots: float = 1.0
     seed: int = 0
 
 
@@ -238,4 +243,12 @@ def training_pairs(bench: Path, squad_clone: Path | None, written: Iterable[Path
         pairs += popqa_web_pairs(bench, mix, rng)
     for folder in written:
         pairs += judge_set_pairs(folder, mix.written_repeats)
+    if mix.blindspots:
+        pairs += share_of_groups(blindspot_pairs("train"), mix.blindspots)
     return pairs
+
+
+def share_of_groups(pairs: Sequence[Pair], share: float) -> list[Pair]:
+    """The pairs of `share` of the questions (groups), chosen by the md5 of the group: the same questions at
+    every run, and each smaller share inside the larger."""
+    return [p for p in pairs if _digest(p.query_id) % 10_000 < share * 10_000]

@@ -29,7 +29,7 @@ WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
 class Recipe:
     """The training settings of the shipped reader (`crag-bench train-reader` flags override them)."""
     layers: int = 6
-    steps: int = 1000
+    steps: int = 2000
     batch_size: int = 16
     lr: float = 5e-5
     head_lr: float = 1e-3
@@ -56,8 +56,11 @@ def base_model(base: str | None, scratch: Path) -> str:
 
 
 def validation_pairs(bench: Path) -> list[Pair]:
-    """`qa_pairs.jsonl`'s eval split, SQuAD rows (HotpotQA's positives hold one hop, not the answer)."""
-    pairs = []
+    """The blind-spot sets' `valid` half (retrieved passages, LLM-labelled where recorded), then `qa_pairs.jsonl`'s
+    eval split, SQuAD rows (HotpotQA's positives hold one hop, not the answer)."""
+    from .labelling import blindspot_pairs
+
+    pairs = [p for p in blindspot_pairs("valid") if p.kind and p.kind.endswith((":llm", ":gold"))]
     for line in (bench / "qa_pairs.jsonl").open(encoding="utf-8"):
         row = json.loads(line)
         if row["split"] == "eval" and row["source"].startswith("squad"):
@@ -76,7 +79,7 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
         config = TrainConfig(base_model=base_model(base, Path(scratch)), out=str(out), pooling="mean",
                              max_steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
                              head_lr=recipe.head_lr, listwise=recipe.listwise, max_length=recipe.max_length,
-                             eval_every=250, eval_limit=2000, patience=4, layers=recipe.layers,
+                             eval_every=250, eval_limit=4000, patience=4, layers=recipe.layers,
                              bf16=recipe.bf16, threads=recipe.threads, device="cpu",
                              keep_best=True)
         report = train_evaluator(pairs, validation_pairs(bench), config, log=log)
