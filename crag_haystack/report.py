@@ -2,17 +2,15 @@
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from crag_shared.adapter import CorrectionResult, Summary, verdict_html
 
 from .integration import RANKERS
 
 
-class CRAGReport(BaseModel):
+class CRAGReport(Summary):
     """CRAG's verdict on one query: the action, scores, abstention, web URLs, strips' provenance and first
-    words, the retrieved passages as judged, fallbacks and the whole trace (the fields of the core's one
-    summary shape, `Summary`; `report.summary()` is that typed summary).
+    words, the retrieved passages as judged, fallbacks and the whole trace: the core's one summary shape,
+    `Summary`, declared once, at its Haystack home.
 
     A typed model, not a free-form dict: Haystack's pipeline snapshots (breakpoints) infer a dict's schema
     from its first list item, and the trace's steps differ in shape; a model is saved and read back whole.
@@ -26,41 +24,27 @@ class CRAGReport(BaseModel):
     """
 
     __module__ = RANKERS  # snapshots name it by this allowlisted home (see crag_haystack.integration)
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    action: str
-    abstained: bool
-    abstention: dict[str, str] | None
-    web_missing: str | None
-    scores: list[float]
-    thresholds: dict[str, float]
-    rewritten_query: str | None
-    web_urls: list[str]
-    strips: list[dict[str, Any]]
-    fallbacks: list[dict[str, Any]]
-    passages: list[dict[str, Any]]
-    trace: dict[str, Any]
-    judge: str | None = None
 
     @classmethod
     def of(cls, result: CorrectionResult) -> "CRAGReport":
         """The report of one correction."""
-        return cls(**result.to_dict())
+        return cls.model_validate(result.to_dict())
 
     def summary(self) -> Summary:
-        """The report in the core's one typed summary shape, as the verdict line and the card read it."""
-        return Summary.from_dict(self.model_dump())
+        """The report as the core's one summary shape, which it is (the verdict line and the card read it)."""
+        return self
 
     def _repr_html_(self) -> str:
         """Jupyter's view: a compact card (action, scores and thresholds, passages, strips, web, fallbacks)."""
         return verdict_html(self.summary())
 
     def __getitem__(self, key: str) -> Any:
-        """`report["action"]`, as the dict this output used to be."""
-        if key not in type(self).model_fields:
+        """`report["action"]`, `report["abstention"]["reason"]`: a field's JSON form, as the dict this output
+        used to be."""
+        if key not in type(self).model_fields and key not in type(self).model_computed_fields:
             raise KeyError(key)
-        return getattr(self, key)
+        return self.model_dump(mode="json", include={key})[key]
 
     def get(self, key: str, default: Any = None) -> Any:
         """`report.get("action")`, as on a dict."""
-        return self[key] if key in type(self).model_fields else default
+        return self[key] if key in type(self).model_fields or key in type(self).model_computed_fields else default

@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Document
 
-from crag_shared.adapter import UNVERIFIED_KEY, Summary, SummaryAbstention, SummaryStrip, ToolStrip, tool_text
+from crag_shared.adapter import UNVERIFIED_KEY, Abstention, Summary, SummaryStrip, ToolStrip, tool_text
 
 from .report import CRAGReport
 
@@ -24,8 +24,8 @@ def _summary(outputs: Mapping[str, Any]) -> Summary:
     if not documents and not abstention:
         abstention = "nothing retrieved"
     return Summary(action=outputs.get("action") or "unjudged", scores=list(outputs.get("scores") or []),
-                   abstention=SummaryAbstention("", str(abstention)) if abstention else None,
-                   strips=[SummaryStrip(d.content or "", float(score), str(d.meta.get("crag_origin") or "internal"),
+                   abstention=Abstention("", str(abstention)) if abstention else None,
+                   strips=[SummaryStrip(float(score), str(d.meta.get("crag_origin") or "internal"), d.content or "",
                                         unverified=UNVERIFIED_KEY in d.meta)
                            for d in documents if isinstance(score := d.meta.get("crag_score", d.score), (int, float))])
 

@@ -23,8 +23,8 @@ from .llm import NoLLMConfigured
 from .policy import ActionPolicy
 from .recorded import RecordedLLM, RecordingMissing
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
-from .summary import Summary, SummaryAbstention, SummaryStrip, Verdict, label_line, verdict_html
-from .trace import Fallback, logging_to
+from .summary import Abstention, Fallback, Summary, SummaryStrip, Verdict, label_line, verdict_html
+from .trace import logging_to
 from .types import (
     UNVERIFIED_END,
     UNVERIFIED_NOTE,
@@ -179,6 +179,7 @@ __all__ = [
     "UNVERIFIED_NOTE",
     "URL_KEYS",
     "WEB_PROVIDERS",
+    "Abstention",
     "Action",
     "ActionPolicy",
     "AmbiguousMode",
@@ -206,7 +207,6 @@ __all__ = [
     "Rewrite",
     "Strip",
     "Summary",
-    "SummaryAbstention",
     "SummaryStrip",
     "ToolStrip",
     "Verdict",

@@ -2,9 +2,11 @@
 `response.metadata["crag"]`, Haystack's `CRAGReport`, a `crag run` output line), in its one typed shape,
 `Summary`, and drawn as an HTML card.
 
-The verdict line, the card and `crag report` read `Summary`, never the dict: a misspelt field is a type
-error, not a silent None. `Summary.from_dict` reads the JSON form back, checking each field's kind (a
-record of the wrong shape raises ValueError naming the field). `to_dict` writes it.
+The shapes are pydantic declarations, so the JSON form is checked by what declares it (`Summary.from_dict`:
+a record of the wrong shape raises ValueError naming the field), and published as a JSON Schema
+(`Summary.model_json_schema()`, `crag schema summary`). `Abstention` and `Fallback` are the core's own records
+(`CorrectionResult.abstention`, `.fallbacks`), declared here once. The verdict line, the card and `crag report`
+read `Summary`, never the dict.
 
 The card (`verdict_html`; `Verdict` for Jupyter) shows the action and the best score against the
 thresholds, each retrieved passage (its title or source, its first words, its score, the evaluator's
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from html import escape
-from typing import Any, TypeVar
+from typing import Annotated, Any
 
-T = TypeVar("T")
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+from pydantic.dataclasses import dataclass
 
 #: The first characters of a passage or strip a summary keeps (its first words; the full text is in the result).
 PREVIEW_CHARS = 240
@@ -40,6 +42,12 @@ COLOURS = {"correct": "#1a7f37", "ambiguous": "#9a6700", "incorrect": "#cf222e",
 _UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f"
                       "\ufeff\ufff9-\ufffb\ud800-\udfff]")
 _NO_BRACKETS = str.maketrans("[]", "()")
+#: Every field of its declared kind, no coercion ("0.5" is not a score, 1 is not text); a nested record may be
+#: its JSON object.
+Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]  # an int is a score; True, "0.5", NaN are not
+Text = Annotated[str, Field(strict=True)]
+Whole = Annotated[int, Field(strict=True)]
+Flag = Annotated[bool, Field(strict=True)]
 
 
 def one_line(text: str, limit: int | None = None) -> str:
@@ -59,39 +67,52 @@ def label_line(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class SummaryAbstention:
-    """Why there is no knowledge (`crag_shared.types.Abstention` as JSON)."""
+class Abstention:
+    """Why a correction hands the generator no knowledge at all, so the adapters answer without the LLM.
 
-    code: str
-    reason: str
+    `code` is one of:
+    - "empty_query": the query was empty or whitespace; nothing was judged;
+    - "incorrect": every passage was judged irrelevant and there is no web knowledge (`reason` says why:
+      no web search configured, the search failed, found nothing, or its pages had no text);
+    - "no_knowledge": Correct or Ambiguous, but no strip passed the strip threshold and there is no web
+      knowledge.
+    """
+
+    code: Text
+    reason: Text
 
 
 @dataclass(frozen=True)
-class SummaryFallback:
-    """A fallback taken (`crag_shared.trace.Fallback` as JSON): the step, why, and what was done instead."""
+class Fallback:
+    """A documented fallback the corrector took, and why. `expected` marks the configured outcome of a
+    setup (no web search configured), which is no fault: it is logged at INFO once, not on every query."""
 
-    step: str
-    reason: str
-    applied: str
-    expected: bool = False
+    step: Text
+    reason: Text
+    applied: Text
+    expected: Flag = False
+
+    def __str__(self) -> str:
+        """"step: reason -> what was done", the one way a fallback is written in logs and metadata."""
+        return f"{self.step}: {self.reason} -> {self.applied}"
 
 
 @dataclass(frozen=True)
 class SummaryStrip:
-    """A knowledge strip: its text (the first words in a summary; whole in `to_dict(texts=True)`), score and
-    provenance. Provenance unknown to the writer (a web tool's verdict) is None."""
+    """A knowledge strip as the summary keeps it: its first words (whole in `to_dict(texts=True)`), score and
+    provenance; provenance unknown to the writer (a web tool's verdict) is None."""
 
-    text: str
-    score: float
-    origin: str
-    source_id: str | None = None
-    source_index: int | None = None
-    position: int | None = None
-    start: int | None = None
-    end: int | None = None
-    title: str | None = None
-    url: str | None = None
-    unverified: bool = False
+    score: Score
+    origin: Text
+    text: Text = ""
+    source_id: Text | None = None
+    source_index: Whole | None = None
+    position: Whole | None = None
+    start: Whole | None = None
+    end: Whole | None = None
+    title: Text | None = None
+    url: Text | None = None
+    unverified: Flag = False
 
 
 @dataclass(frozen=True)
@@ -100,14 +121,14 @@ class SummaryPassage:
     (None: it had no text and was not judged), the evaluator's reason for lowering it ("" where none) and how
     many knowledge strips came from it (None where the record does not say)."""
 
-    index: int
-    id: str | None
-    title: str | None
-    url: str | None
-    text: str
-    score: float | None
-    reason: str = ""
-    strips: int | None = None
+    index: Whole
+    id: Text | None = None
+    title: Text | None = None
+    url: Text | None = None
+    text: Text = ""
+    score: Score | None = None
+    reason: Text = ""
+    strips: Whole | None = None
 
     @property
     def kept(self) -> bool | None:
@@ -115,24 +136,61 @@ class SummaryPassage:
         return None if self.strips is None else self.strips > 0
 
 
-@dataclass(frozen=True)
-class Summary:
+class Thresholds(BaseModel):
+    """The action thresholds a correction was judged with; unpacks as `upper, lower` (`Thresholds.of(pair)`)."""
+
+    model_config = ConfigDict(frozen=True)
+    upper: Score
+    lower: Score
+
+    def __iter__(self) -> Iterator[float]:  # type: ignore[override]
+        return iter((self.upper, self.lower))
+
+    def __getitem__(self, index: int) -> float:
+        return (self.upper, self.lower)[index]
+
+    @classmethod
+    def of(cls, pair: tuple[float, float]) -> Thresholds:
+        """The thresholds of an (upper, lower) pair."""
+        return cls(upper=pair[0], lower=pair[1])
+
+
+class Summary(BaseModel):
     """The summary of one correction (see the module docstring); `trace` is the whole trace as JSON, when
-    the writer included it; `judge`, who judged the passages ("llm", or an offline judge's spec, and why)."""
+    the writer included it; `judge`, who judged the passages ("llm", or an offline judge's spec, and why).
+    Extra fields of a record (a `crag run` line's id and question) are ignored."""
 
-    action: str
-    scores: list[float] = field(default_factory=list)
-    thresholds: tuple[float, float] | None = None
-    abstention: SummaryAbstention | None = None
-    web_missing: str | None = None
-    rewritten_query: str | None = None
-    web_urls: list[str] = field(default_factory=list)
-    strips: list[SummaryStrip] = field(default_factory=list)
-    fallbacks: list[SummaryFallback] = field(default_factory=list)
-    passages: list[SummaryPassage] = field(default_factory=list)
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    action: Text
+    scores: list[Score] = Field(default_factory=list)
+    thresholds: Thresholds | None = None
+    abstention: Abstention | None = None
+    web_missing: Text | None = None
+    rewritten_query: Text | None = None
+    web_urls: list[Text] = Field(default_factory=list)
+    strips: list[SummaryStrip] = Field(default_factory=list)
+    fallbacks: list[Fallback] = Field(default_factory=list)
+    passages: list[SummaryPassage] = Field(default_factory=list)
     trace: dict[str, Any] | None = None
-    judge: str | None = None
+    judge: Text | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        """A record's JSON form as the fields take it: thresholds as a pair or {"upper", "lower"}; without
+        `passages` (calibration records, records written before they were kept), each score a passage with no
+        text (with the number of strips it gave, where the record's strips say)."""
+        if not isinstance(data, Mapping):
+            return data
+        data = {k: v for k, v in data.items() if v is not None or k in ("abstention", "thresholds")}
+        if isinstance(data.get("thresholds"), (tuple, list)) and len(data["thresholds"]) == 2:
+            data["thresholds"] = {"upper": data["thresholds"][0], "lower": data["thresholds"][1]}
+        if "passages" not in data and isinstance(data.get("scores"), list):
+            data["passages"] = _scored_passages(data["scores"], data.get("strips"))
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def abstained(self) -> bool:
         """True when there is no knowledge at all (`abstention` says why)."""
@@ -152,46 +210,28 @@ class Summary:
             return listed.strips > 0
         if index >= len(self.scores) or (listed is not None and listed.index == index and listed.score is None):
             return False
-        lower = self.thresholds[1] if self.thresholds else -math.inf
+        lower = self.thresholds.lower if self.thresholds else -math.inf
         return self.action not in ("incorrect", "unjudged") and self.scores[index] >= lower
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the summary's fields, `abstained`, and `trace` when there is one."""
-        upper_lower = None if self.thresholds is None else {"upper": self.thresholds[0], "lower": self.thresholds[1]}
-        data: dict[str, Any] = {
-            "action": self.action, "abstained": self.abstained,
-            "abstention": asdict(self.abstention) if self.abstention else None, "web_missing": self.web_missing,
-            "scores": list(self.scores), "thresholds": upper_lower, "rewritten_query": self.rewritten_query,
-            "web_urls": list(self.web_urls), "strips": [asdict(s) for s in self.strips],
-            "fallbacks": [asdict(f) for f in self.fallbacks], "passages": [asdict(p) for p in self.passages],
-            "judge": self.judge}
-        if self.trace is not None:
-            data["trace"] = self.trace
-        return data
+        return self.model_dump(mode="json", exclude_none=False, exclude={"trace"} if self.trace is None else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Summary:
-        """The summary a JSON object holds; a field of the wrong kind raises ValueError naming it. Fields a
-        record leaves out take their defaults; without `passages` (calibration records, records written
-        before they were kept), each score is listed as a passage with no text."""
-        scores = [_finite(s, f"scores[{i}]") for i, s in enumerate(_list(data, "scores"))]
-        strips = [_strip(_object(s, f"strips[{i}]"), f"strips[{i}].") for i, s in enumerate(_list(data, "strips"))]
-        listed = _list(data, "passages") if "passages" in data else None
-        passages = ([_passage(_object(p, f"passages[{i}]"), f"passages[{i}].") for i, p in enumerate(listed)]
-                    if listed is not None else _scored_passages(scores, strips if "strips" in data else None))
-        abstention = data.get("abstention")
-        trace = data.get("trace")
-        if trace is not None and not isinstance(trace, dict):
-            raise ValueError(f"trace: expected an object, got {type(trace).__name__}")
-        return cls(
-            action=_text(data, "action"), scores=scores, thresholds=_thresholds(data.get("thresholds")),
-            abstention=None if abstention is None else _abstention(abstention),
-            web_missing=_optional_text(data, "web_missing"), rewritten_query=_optional_text(data, "rewritten_query"),
-            web_urls=[_kind(u, str, f"web_urls[{i}]") for i, u in enumerate(_list(data, "web_urls"))],
-            strips=strips, passages=passages,
-            fallbacks=[_fallback(_object(f, f"fallbacks[{i}]"), f"fallbacks[{i}].")
-                       for i, f in enumerate(_list(data, "fallbacks"))],
-            trace=trace, judge=_optional_text(data, "judge"))
+        """The summary a JSON object holds; a field of the wrong kind raises ValueError naming it (one line)."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise ValueError(first_error(error)) from None
+
+
+def first_error(error: ValidationError) -> str:
+    """A validation error as one line: where ("strips[0].score"), what was wanted, and what came."""
+    found = error.errors()[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found["loc"]).lstrip(".")
+    got = type(found.get("input")).__name__
+    return f"{where or 'record'}: {found['msg']}, got {got}"
 
 
 def as_summary(value: Summary | Mapping[str, object]) -> Summary:
@@ -199,88 +239,15 @@ def as_summary(value: Summary | Mapping[str, object]) -> Summary:
     return value if isinstance(value, Summary) else Summary.from_dict(value)
 
 
-_KINDS = {str: "text", int: "a whole number", bool: "true or false", list: "a list", dict: "an object"}
-
-
-def _kind(value: object, kind: type[T], where: str) -> T:
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise ValueError(f"{where}: expected {_KINDS.get(kind, kind.__name__)}, got {type(value).__name__}")
-    return value
-
-
-def _finite(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: expected a number, got {type(value).__name__}")
-    if not math.isfinite(value):
-        raise ValueError(f"{where}: expected a finite number, got {value}")
-    return float(value)
-
-
-def _object(value: object, where: str) -> dict[str, object]:
-    return _kind(value, dict, where)
-
-
-def _list(data: Mapping[str, object], key: str, prefix: str = "") -> list[object]:
-    value = data.get(key)
-    return [] if value is None else _kind(value, list, f"{prefix}{key}")
-
-
-def _text(data: Mapping[str, object], key: str, prefix: str = "") -> str:
-    return _kind(data.get(key), str, f"{prefix}{key}")
-
-
-def _optional_text(data: Mapping[str, object], key: str, prefix: str = "") -> str | None:
-    return None if data.get(key) is None else _text(data, key, prefix)
-
-
-def _optional_int(data: Mapping[str, object], key: str, prefix: str) -> int | None:
-    value = data.get(key)
-    return None if value is None else _kind(value, int, f"{prefix}{key}")
-
-
-def _thresholds(value: object) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    found = _object(value, "thresholds")
-    return _finite(found.get("upper"), "thresholds.upper"), _finite(found.get("lower"), "thresholds.lower")
-
-
-def _abstention(value: object) -> SummaryAbstention:
-    found = _object(value, "abstention")
-    return SummaryAbstention(_text(found, "code", "abstention."), _text(found, "reason", "abstention."))
-
-
-def _fallback(data: Mapping[str, object], prefix: str) -> SummaryFallback:
-    return SummaryFallback(_text(data, "step", prefix), _text(data, "reason", prefix), _text(data, "applied", prefix),
-                           _kind(data.get("expected", False), bool, f"{prefix}expected"))
-
-
-def _strip(data: Mapping[str, object], prefix: str) -> SummaryStrip:
-    return SummaryStrip(
-        text=_optional_text(data, "text", prefix) or "", score=_finite(data.get("score"), f"{prefix}score"),
-        origin=_text(data, "origin", prefix), source_id=_optional_text(data, "source_id", prefix),
-        source_index=_optional_int(data, "source_index", prefix), position=_optional_int(data, "position", prefix),
-        start=_optional_int(data, "start", prefix), end=_optional_int(data, "end", prefix),
-        title=_optional_text(data, "title", prefix), url=_optional_text(data, "url", prefix),
-        unverified=_kind(data.get("unverified", False), bool, f"{prefix}unverified"))
-
-
-def _passage(data: Mapping[str, object], prefix: str) -> SummaryPassage:
-    score = data.get("score")
-    return SummaryPassage(
-        index=_kind(data.get("index"), int, f"{prefix}index"), id=_optional_text(data, "id", prefix),
-        title=_optional_text(data, "title", prefix), url=_optional_text(data, "url", prefix),
-        text=_optional_text(data, "text", prefix) or "",
-        score=None if score is None else _finite(score, f"{prefix}score"),
-        reason=_optional_text(data, "reason", prefix) or "", strips=_optional_int(data, "strips", prefix))
-
-
-def _scored_passages(scores: Sequence[float], strips: Sequence[SummaryStrip] | None) -> list[SummaryPassage]:
+def _scored_passages(scores: Sequence[object], strips: object) -> list[dict[str, object]]:
     """Passages known only by their scores (and, where the record has its strips, how many each gave)."""
-    counts = None if strips is None or any(s.source_index is None for s in strips) else [
-        sum(1 for s in strips if s.origin == "internal" and s.source_index == i) for i in range(len(scores))]
-    return [SummaryPassage(i, None, None, None, "", s, "", None if counts is None else counts[i])
-            for i, s in enumerate(scores[:PASSAGES_LISTED])]
+    listed = strips if isinstance(strips, list) else None
+    counts = None
+    if listed is not None and all(isinstance(s, Mapping) and s.get("source_index") is not None for s in listed):
+        counts = [sum(1 for s in listed if s.get("origin") == "internal" and s.get("source_index") == i)
+                  for i in range(len(scores))]
+    return [{"index": i, "id": None, "title": None, "url": None, "text": "", "score": s,
+             "strips": None if counts is None else counts[i]} for i, s in enumerate(scores[:PASSAGES_LISTED])]
 
 
 def _number(value: float | None) -> str:
@@ -294,7 +261,7 @@ def _link(url: str | None, text: str) -> str:
     return shown
 
 
-def _band(score: float | None, thresholds: tuple[float, float] | None) -> str:
+def _band(score: float | None, thresholds: Thresholds | None) -> str:
     if score is None or thresholds is None:
         return ""
     upper, lower = thresholds

@@ -209,12 +209,24 @@ class Unjudged(Step):
 
 @dataclass(frozen=True)
 class FallbackTaken(Step):
-    """A fallback, as a step of the trace (see `Fallback`)."""
+    """A documented fallback the corrector took, as a step of the trace: the step it stood in for (`of`, also
+    read as `step`), why, and what was done instead. `expected` marks the configured outcome of a setup (no web
+    search configured), which is no fault: it is logged at INFO once, not on every query. The summary's
+    `Fallback` is its JSON form."""
     name: ClassVar[str] = "fallback"
     of: str
     reason: str
     applied: str
     expected: bool = False
+
+    @property
+    def step(self) -> str:
+        """The step the fallback stood in for ("evaluate", "web_search", ...)."""
+        return self.of
+
+    def __str__(self) -> str:
+        """"step: reason -> what was done", the one way a fallback is written in logs and metadata."""
+        return f"{self.of}: {self.reason} -> {self.applied}"
 
 
 @dataclass(frozen=True)
@@ -238,21 +250,6 @@ class Finished(Step):
     total_ms: float
 
 
-@dataclass(frozen=True)
-class Fallback:
-    """A documented fallback the corrector took, and why. `expected` marks the configured outcome of a
-    setup (no web search configured), which is no fault: it is logged at INFO once, not on every query."""
-
-    step: str
-    reason: str
-    applied: str
-    expected: bool = False
-
-    def __str__(self) -> str:
-        """"step: reason -> what was done", the one way a fallback is written in logs and metadata."""
-        return f"{self.step}: {self.reason} -> {self.applied}"
-
-
 S = TypeVar("S", bound=Step)
 
 
@@ -261,7 +258,11 @@ class Trace:
     """Every step of one correction: what was computed, how long it took, and every fallback."""
 
     steps: list[Step] = field(default_factory=list)
-    fallbacks: list[Fallback] = field(default_factory=list)
+
+    @property
+    def fallbacks(self) -> list[FallbackTaken]:
+        """Every fallback taken, in order."""
+        return [s for s in self.steps if isinstance(s, FallbackTaken)]
 
     def add(self, step: Step) -> None:
         """Append a step."""
@@ -270,17 +271,14 @@ class Trace:
     def fallback(self, step: str, reason: str, applied: str, *, expected: bool = False) -> None:
         """Record a fallback. A fault is also logged as a warning (on the "crag" logger unless an adapter
         routes it, see `logging_to`); an `expected` one is left to its caller to log once."""
-        fallback = Fallback(step, reason, applied, expected)
-        self.fallbacks.append(fallback)
         if not expected:
             log(logging.WARNING, "CRAG fallback in {step}: {reason} -> {applied}", step=step, reason=reason,
                 applied=applied)
         self.add(FallbackTaken(step, reason, applied, expected))
 
     def extend(self, other: Trace) -> None:
-        """Append another trace's steps and fallbacks (already logged where they happened)."""
+        """Append another trace's steps, its fallbacks among them (already logged where they happened)."""
         self.steps.extend(other.steps)
-        self.fallbacks.extend(other.fallbacks)
 
     def find(self, name: str) -> list[Step]:
         """The steps labelled `name` ("evaluate", "refine_internal", ...), in order."""
@@ -292,4 +290,6 @@ class Trace:
 
     def to_dict(self) -> dict[str, Any]:
         """This object as JSON-ready values."""
-        return {"steps": [s.to_dict() for s in self.steps], "fallbacks": [asdict(f) for f in self.fallbacks]}
+        return {"steps": [s.to_dict() for s in self.steps],
+                "fallbacks": [{"step": f.of, "reason": f.reason, "applied": f.applied, "expected": f.expected}
+                              for f in self.fallbacks]}

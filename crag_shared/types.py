@@ -13,16 +13,17 @@ from .summary import (
     PASSAGES_LISTED,
     PREVIEW_CHARS,
     REASON_CHARS,
+    Abstention,
+    Fallback,
     Summary,
-    SummaryAbstention,
-    SummaryFallback,
     SummaryPassage,
     SummaryStrip,
+    Thresholds,
     label_line,
     one_line,
     verdict_html,
 )
-from .trace import Decided, Evaluated, Fallback, SkippedPassage, Trace
+from .trace import Decided, Evaluated, SkippedPassage, Trace
 
 
 class Action(str, Enum):
@@ -248,22 +249,6 @@ class WebOutcome:
 
 
 @dataclass(frozen=True)
-class Abstention:
-    """Why a correction hands the generator no knowledge at all, so the adapters answer without the LLM.
-
-    `code` is one of:
-    - "empty_query": the query was empty or whitespace; nothing was judged;
-    - "incorrect": every passage was judged irrelevant and there is no web knowledge (`reason` says why:
-      no web search configured, the search failed, found nothing, or its pages had no text);
-    - "no_knowledge": Correct or Ambiguous, but no strip passed the strip threshold and there is no web
-      knowledge.
-    """
-
-    code: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class FailedCorrection:
     """A query that `Corrector.correct_many` could not correct, in its place in the output; the others ran."""
 
@@ -312,8 +297,8 @@ class CorrectionResult:
 
     @property
     def fallbacks(self) -> list[Fallback]:
-        """Every fallback taken, in order."""
-        return self.trace.fallbacks
+        """Every fallback taken, in order (the trace's `FallbackTaken` steps as the summary's records)."""
+        return [Fallback(f.of, f.reason, f.applied, f.expected) for f in self.trace.fallbacks]
 
     @property
     def knowledge_text(self) -> str:
@@ -330,15 +315,15 @@ class CorrectionResult:
         """The summary in its one typed shape (what the verdict line, the card and `crag report` read): each
         strip's first words (whole with `texts`), the first `PASSAGES_LISTED` passages, the trace as JSON."""
         return Summary(
-            action=self.action.value, scores=list(self.scores), thresholds=self.thresholds,
-            abstention=SummaryAbstention(self.abstention.code, self.abstention.reason) if self.abstention else None,
+            action=self.action.value, scores=list(self.scores), thresholds=Thresholds.of(self.thresholds),
+            abstention=self.abstention,
             web_missing=self.web_missing, rewritten_query=self.rewritten_query,
             web_urls=[r.url for r in self.web_results],
-            strips=[SummaryStrip(s.text if texts else one_line(s.text, PREVIEW_CHARS), s.score, s.origin.value,
+            strips=[SummaryStrip(s.score, s.origin.value, s.text if texts else one_line(s.text, PREVIEW_CHARS),
                                  s.source_id, s.source_index, s.position, s.start, s.end, s.title, s.url,
                                  s.unverified)
                     for s in self.knowledge],
-            fallbacks=[SummaryFallback(f.step, f.reason, f.applied, f.expected) for f in self.fallbacks],
+            fallbacks=self.fallbacks,
             passages=self._judged_passages(), trace=self.trace.to_dict() if trace else None,
             judge=next((d.judge for d in self.trace.of(Decided)), None) or None)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .policy import ActionPolicy
-from .summary import Summary, SummaryAbstention, SummaryStrip, as_summary, label_line, one_line
+from .summary import Abstention, Summary, SummaryStrip, Thresholds, as_summary, label_line, one_line
 from .types import CorrectionResult, unverified_mark
 
 #: The longest reason quoted in a verdict line; longer ones are cut at a word boundary.
@@ -92,9 +92,10 @@ def web_summary(scores: Sequence[float], thresholds: tuple[float, float], missin
     abstention = None
     if not scores:
         reason = f"there is no web knowledge ({missing})" if missing else "no web strip passed the strip threshold"
-        abstention = SummaryAbstention("no_knowledge", reason)
-    return Summary(action=ActionPolicy(*thresholds).decide(scores).value, scores=list(scores), thresholds=thresholds,
-                   strips=[SummaryStrip("", s, "web") for s in scores], abstention=abstention)
+        abstention = Abstention("no_knowledge", reason)
+    return Summary(action=ActionPolicy(*thresholds).decide(scores).value, scores=list(scores),
+                   thresholds=Thresholds.of(thresholds), strips=[SummaryStrip(score=s, origin="web") for s in scores],
+                   abstention=abstention)
 
 
 def result_tool_text(result: CorrectionResult) -> str:

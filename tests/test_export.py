@@ -102,8 +102,8 @@ def test_a_file_that_is_no_run_output_and_a_bad_format_are_one_line_each(tmp_pat
     assert "data.jsonl:1: not a crag run output record" in capsys.readouterr().err
     assert out.read_text() == "kept\n" and not list(tmp_path.glob("*.partial"))  # the old file stays whole
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(run.read_text().splitlines()[0].replace('"thresholds": {', '"thresholds": [{', 1)
-                      .replace('}, "rewritten_query"', '}], "rewritten_query"', 1) + "\n")
+    record = json.loads(run.read_text().splitlines()[0])
+    broken.write_text(json.dumps({**record, "thresholds": [record["thresholds"]]}) + "\n")
     assert main(["export", str(broken), "--format", "ragas", "-o", str(out)]) == 2
     assert "broken.jsonl:1: not a crag run output record: `thresholds` is missing or of the wrong kind" in \
         capsys.readouterr().err

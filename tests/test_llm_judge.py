@@ -230,7 +230,7 @@ def test_a_haystack_generator_that_fails_falls_back_to_the_offline_judge(caplog,
     with caplog.at_level(logging.WARNING):
         out = crag.run(query=QUESTION, documents=documents())
     assert out["scores"] == LexicalEvaluator().score(QUESTION, PASSAGES)
-    fallbacks = [f for f in out["crag"].fallbacks if not f["expected"]]
+    fallbacks = [f for f in out["crag"]["fallbacks"] if not f["expected"]]
     assert [f["step"] for f in fallbacks] == ["evaluate"]
     assert any(r.name.startswith("haystack") and "fallback in evaluate" in r.getMessage() for r in caplog.records)
 

@@ -28,7 +28,6 @@ from crag_shared.text.words import content_terms
 from crag_shared.tools.data import Pair
 
 from ..recall import has_answer_word
-from .labelling import blindspot_pairs
 from .squad import read_release
 
 #: Strips the way the refiner cuts them: sentences grouped to about this many words.
@@ -243,12 +242,4 @@ def training_pairs(bench: Path, squad_clone: Path | None, written: Iterable[Path
         pairs += popqa_web_pairs(bench, mix, rng)
     for folder in written:
         pairs += judge_set_pairs(folder, mix.written_repeats)
-    if mix.blindspots:
-        pairs += share_of_groups(blindspot_pairs("train"), mix.blindspots)
     return pairs
-
-
-def share_of_groups(pairs: Sequence[Pair], share: float) -> list[Pair]:
-    """The pairs of `share` of the questions (groups), chosen by the md5 of the group: the same questions at
-    every run, and each smaller share inside the larger."""
-    return [p for p in pairs if _digest(p.query_id) % 10_000 < share * 10_000]

@@ -28,6 +28,7 @@ from crag_shared.tools.data import Pair
 from crag_shared.types import Passage
 
 from ..llm_judge import judge_prompts_for
+from .data import _digest, _holds, _overlap, strips
 
 SETS = Path(__file__).resolve().parents[1] / "judge_sets" / "blindspots"
 LABELS = Path(__file__).resolve().parent / "labels"
@@ -86,7 +87,7 @@ def embedder(base: str | None = None) -> Any:
 
     from crag_shared.evaluators import EmbeddingEvaluator
 
-    from .recipe import base_model
+    from .minilm import base_model
 
     return EmbeddingEvaluator(base_model(base, Path(tempfile.mkdtemp(prefix="crag-minilm-"))), unit="passage")
 
@@ -201,8 +202,6 @@ def blindspot_pairs(split: str, recordings: Sequence[Path] | None = None, sets: 
 def _strip_pairs(question: dict[str, Any], passage: dict[str, Any], group: str) -> list[Pair]:
     """An answer passage's strips (as the refiner cuts them): those holding a written answer (positive) and, of
     the others, the one sharing most words with the question (negative); none for a one-strip passage."""
-    from .data import _holds, _overlap, strips
-
     pieces, answers = strips(passage["text"]), question.get("answers") or []
     if len(pieces) < 2 or not answers:
         return []
@@ -214,3 +213,9 @@ def _strip_pairs(question: dict[str, Any], passage: dict[str, Any], group: str) 
         found.append(Pair(question["question"], max(others, key=lambda p: _overlap(question["question"], p)), False,
                           group, "train", "blindspots:other_strip:gold"))
     return found
+
+
+def share_of_groups(pairs: Sequence[Pair], share: float) -> list[Pair]:
+    """The pairs of `share` of the questions (groups), chosen by the md5 of the group: the same questions at
+    every run, and each smaller share inside the larger (the learning curve's 1/4, 1/2, all)."""
+    return [p for p in pairs if _digest(p.query_id) % 10_000 < share * 10_000]

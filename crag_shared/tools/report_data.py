@@ -7,7 +7,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..calibration import JudgedQuery, tradeoff
@@ -121,12 +121,13 @@ def row_of(number: int, record: Mapping[str, object]) -> Row:
     if decide:
         if summary.thresholds is None:
             raise ValueError("neither an `action` nor `thresholds` to decide one")
-        summary = replace(summary, action=ActionPolicy(*summary.thresholds).decide(summary.scores).value)
+        summary = summary.model_copy(update={"action": ActionPolicy(*summary.thresholds).decide(summary.scores).value})
     labels = _labels(record, summary.scores)
     kind = record.get("kind")
     fallbacks = [one_line(f"{f.step}: {f.reason}", TEXT_CHARS) + (" (the setup, not a fault)" if f.expected else "")
                  for f in summary.fallbacks]
-    return Row(number, identifier, question, summary.action, summary.scores, summary.thresholds, labels=labels,
+    thresholds = (summary.thresholds.upper, summary.thresholds.lower) if summary.thresholds else None
+    return Row(number, identifier, question, summary.action, summary.scores, thresholds, labels=labels,
                kind=kind if isinstance(kind, str) else None,
                abstention=one_line(summary.abstention.reason, TEXT_CHARS) if summary.abstention else None,
                web=bool(summary.web_urls) or bool(summary.rewritten_query), fallbacks=fallbacks,
