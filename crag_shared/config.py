@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, TypeAdapter, field_validator
 from pydantic.dataclasses import dataclass
 
+from .scores import Threshold
 from .text.analysis import check_language
 
 #: How retrieved passages (or web paragraphs) become strips (paper section 4.4; `StripRefiner`'s modes).
@@ -23,8 +24,6 @@ OnWebFailure = Literal["keep", "drop"]
 #: What an Ambiguous question's strips that CRAG could not verify (below the upper threshold) do: dropped
 #: without web knowledge ("drop", unless `on_web_failure="keep"`), or handed on marked unverified ("guard").
 AmbiguousMode = Literal["drop", "guard"]
-#: A threshold: a finite number in [-1, 1] (an integer is taken as the number it is; True is not a number here).
-Threshold = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
 #: A count of at least one; a length of at least 100 characters.

@@ -9,7 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from .files import read_settings_text
+from .scores import Threshold
+from .summary import first_error
 from .types import Action
 
 
@@ -20,6 +24,15 @@ class Thresholded(Protocol):
     def thresholds(self) -> tuple[float, float]:
         """(upper, lower)."""
         ...
+
+
+class ThresholdsFile(BaseModel):
+    """A thresholds file (`crag calibrate`, `ActionPolicy.save`, read by `thresholds_path=`): `upper` and `lower`,
+    and whatever the calibration recorded beside them (its method, Eq. 2, the trade-off table...)."""
+
+    model_config = ConfigDict(extra="allow")
+    upper: Threshold
+    lower: Threshold
 
 
 @dataclass(frozen=True)
@@ -65,16 +78,13 @@ class ActionPolicy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ActionPolicy":
-        """Rebuild from `to_dict`'s output; a malformed dict raises ValueError naming what is wrong."""
-        if not isinstance(data, dict):
-            raise ValueError(f"thresholds must be an object with 'upper' and 'lower', got {type(data).__name__}")
-        missing = {"upper", "lower"} - set(data)
-        if missing:
-            raise ValueError(f"thresholds need 'upper' and 'lower'; missing {sorted(missing)}")
-        for name in ("upper", "lower"):
-            if isinstance(data[name], bool) or not isinstance(data[name], (int, float)):
-                raise ValueError(f"{name} threshold must be a number, got {data[name]!r}"[:200])
-        return cls(float(data["upper"]), float(data["lower"]))
+        """Rebuild from `to_dict`'s output (or a thresholds file's content, `ThresholdsFile`); a malformed dict
+        raises ValueError naming what is wrong."""
+        try:
+            found = ThresholdsFile.model_validate(data)
+        except ValidationError as error:
+            raise ValueError(first_error(error)) from None
+        return cls(found.upper, found.lower)
 
     def save(self, path: str | Path) -> None:
         """Write the thresholds as JSON (readable by `load` and `thresholds_path`)."""

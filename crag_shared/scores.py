@@ -1,10 +1,17 @@
-"""The one clamp of a score: a value that is not a finite number never becomes a bound."""
+"""The one clamp of a score (a value that is not a finite number never becomes a bound), and what a threshold
+is, as every file and setting that holds one declares it."""
 
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
-__all__ = ["clip"]
+from pydantic import Field
+
+__all__ = ["Threshold", "clip"]
+
+#: A threshold: a finite number in [-1, 1] (an integer is taken as the number it is; True is not a number here).
+Threshold = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
 def clip(value: float, low: float = -1.0, high: float = 1.0) -> float:

@@ -47,7 +47,7 @@ def test_json_round_trip(tmp_path):
     ActionPolicy(0.4, -0.7).save(path)
     assert json.loads(path.read_text()) == {"upper": 0.4, "lower": -0.7}
     assert ActionPolicy.load(path) == ActionPolicy(0.4, -0.7)
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(ValueError, match="lower: Field required"):
         ActionPolicy.from_dict({"upper": 0.1})
 
 

@@ -12,11 +12,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, get_args
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..files import read_settings_text
 from ..llm import LLM
+from ..scores import Threshold
 from ..specs import Kind, SpecTable
+from ..summary import first_error
 from .base import RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
@@ -156,6 +160,19 @@ def describe(evaluator: RetrievalEvaluator) -> str:
 COMBINATION_FORMAT = 2
 
 
+class CombinationFile(BaseModel):
+    """A combination file (`save_combination`, spec `combined:PATH`): its members' specs, one weight each, the
+    bias, the (upper, lower) thresholds fitted with it, and the fit's report."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal[1, 2]
+    members: list[Annotated[str, Field(strict=True)]] = Field(min_length=1)
+    weights: list[Annotated[float, Field(strict=True, allow_inf_nan=False)]]
+    bias: Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    thresholds: tuple[Threshold, Threshold]
+    report: dict[str, Any] | None = None
+
+
 def combination_dict(combination: CombinedEvaluator) -> dict[str, Any]:
     """A combination as JSON-ready values: its members' specs, weights, bias, thresholds and fit report."""
     return {"format": COMBINATION_FORMAT, "members": [evaluator_spec(m) for m in combination.members],
@@ -185,16 +202,14 @@ def load_combination(path: str | Path, members: Sequence[str] | None = None) -> 
                          f"({' -> '.join([*loading, where])})")
     text = read_settings_text(path, "evaluator combined:")
     try:
-        data = json.loads(text)
-        if data.get("format") not in (1, COMBINATION_FORMAT):
-            raise ValueError(f"format {data.get('format')!r}, expected {COMBINATION_FORMAT}")
-        saved = [_sentence_unit(spec) if data["format"] == 1 else spec for spec in data["members"]]
-        specs = saved if members is None else list(members)
-        if len(specs) != len(data["members"]):
-            raise ValueError(f"{len(specs)} member specs given for {len(data['members'])} members")
-        weights, bias, thresholds = data["weights"], data["bias"], tuple(data["thresholds"])
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
-        raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
+        data = CombinationFile.model_validate_json(text)
+    except ValidationError as error:
+        raise ValueError(f"{path}: not a crag combination file ({first_error(error)})") from None
+    saved = [_sentence_unit(spec) if data.format == 1 else spec for spec in data.members]
+    specs = saved if members is None else list(members)
+    if len(specs) != len(data.members):
+        raise ValueError(f"{path}: {len(specs)} member specs given for {len(data.members)} members")
+    weights, bias, thresholds = data.weights, data.bias, data.thresholds
     token = _LOADING.set((*loading, where))
     try:
         evaluators = [evaluator_from_spec(spec) for spec in specs]
@@ -202,7 +217,7 @@ def load_combination(path: str | Path, members: Sequence[str] | None = None) -> 
         _LOADING.reset(token)
     try:
         return CombinedEvaluator(evaluators, weights, bias, thresholds=thresholds, path=str(path),
-                                 report=data.get("report"))
+                                 report=data.report)
     except (ValueError, TypeError) as error:
         raise ValueError(f"{path}: not a crag combination file ({type(error).__name__}: {error})") from None
 

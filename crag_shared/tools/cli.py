@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -253,9 +254,26 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from ..config import CRAGConfig
+    from ..evaluators.spec import CombinationFile
+    from ..policy import ThresholdsFile
+    from ..summary import Summary
+
+    declared = {
+        "config": CRAGConfig.model_json_schema,
+        "summary": lambda: Summary.model_json_schema(mode="serialization"),
+        "thresholds": ThresholdsFile.model_json_schema,
+        "combination": CombinationFile.model_json_schema,
+    }
+    print(json.dumps(declared[args.name](), indent=2))
+    return 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "train-evaluator": _train, "export-onnx": _export_onnx, "run": _run,
     "fit-combination": _fit_combination, "calibrate": _calibrate, "report": _report, "export": _export,
+    "schema": _schema,
 }
 
 

@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     _calibrate_command(commands)
     _report_command(commands)
     _export_command(commands)
+    _schema_command(commands)
     return parser
 
 
@@ -194,6 +195,17 @@ def _report_command(commands: Any) -> None:
                                         "['crag'] / CRAGReport dict a line")
     report.add_argument("-o", "--out", default="report.html")
     report.add_argument("--title", help="the page title (default: from the file name)")
+
+
+#: The files and records crag reads and writes whose JSON Schema `crag schema NAME` prints.
+SCHEMAS = ("config", "summary", "thresholds", "combination")
+
+
+def _schema_command(commands: Any) -> None:
+    schema = commands.add_parser("schema", help="the JSON Schema of a file or record crag reads and writes: a "
+                                                "saved configuration, a result's summary (crag run lines, CRAG "
+                                                "metadata), a thresholds file, a combination file")
+    schema.add_argument("name", choices=SCHEMAS)
 
 
 def _export_command(commands: Any) -> None:
