@@ -13,6 +13,7 @@ a user's LLM receives: the passages' titles, the cut to `max_document_chars`, th
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -30,7 +31,8 @@ JUDGE_MARK = '<document number="'
 
 
 class Capturing:
-    """An LLM that keeps every prompt and answers nothing (the judge then scores offline: no matter here)."""
+    """An LLM that keeps every prompt and answers nothing (the judge then scores offline: no matter here, and
+    `judge_prompts_for` keeps those fallbacks out of the log)."""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
@@ -50,8 +52,13 @@ def judge_prompts_for(rows: Sequence[Row], *, prompt: str = "sufficiency", mode:
     llm = Capturing()
     corrector = Corrector(LLMEvaluator(llm, prompt=prompt, mode=mode, offline="lexical",  # type: ignore[arg-type]
                                        skip_below=None))
-    for row in rows:
-        corrector.judge(row["question"], row["passages"])
+    log = logging.getLogger("crag")
+    was, log.disabled = log.disabled, True
+    try:
+        for row in rows:
+            corrector.judge(row["question"], row["passages"])
+    finally:
+        log.disabled = was
     return llm.prompts
 
 
