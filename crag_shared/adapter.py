@@ -12,7 +12,7 @@ from typing import Any
 
 from .calibration import QACalibration, QAPair, calibrate_qa, read_qa
 from .config import AmbiguousMode, CRAGConfig, OnWebFailure, RefineMode
-from .corrector import NO_WEB_SEARCH, AmbiguousRule, Corrector, abstention_for, ambiguous_rule
+from .corrector import NO_WEB_SEARCH, Corrector, abstention_for
 from .corrector.configured import evaluator_settings
 from .corrector.outcome import read_search
 from .corrector.verdicts import closest_passage
@@ -20,7 +20,7 @@ from .evaluators import EmbeddingEvaluator, LLMEvaluator, RetrievalEvaluator, em
 from .evaluators.judge_prompt import check_judge_prompt
 from .evaluators.spec import describe, evaluator_options, evaluator_spec
 from .llm import NoLLMConfigured
-from .policy import ActionPolicy
+from .policy import ActionPolicy, AmbiguousRule, ambiguous_rule
 from .recorded import RecordedLLM, RecordingMissing
 from .rewrite import PAPER_REWRITE_PROMPT, QueryRewriter, Rewrite, keyword_query
 from .summary import Abstention, Fallback, Summary, SummaryStrip, Verdict, label_line, verdict_html

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("crag_shared", "crag_llamaindex", "crag_haystack", "benchmarks")
-FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo", "calibration", "text")
+FOLDER_ROOMS = ("corrector", "evaluators", "web", "tools", "testing", "demo", "calibration", "text", "policy")
 PICTURE = ROOT / "docs" / "layout.svg"
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from crag_shared import Action, Corrector, CRAGConfig, FunctionLLM, LLMEvaluator
 from crag_shared.adapter import ambiguous_rule
-from crag_shared.corrector.walk import ABOVE_EVERY_SCORE
+from crag_shared.policy import ABOVE_EVERY_SCORE
 from crag_shared.text import follow_up_languages, follow_up_pronoun
 
 BIOGRAPHIES = [

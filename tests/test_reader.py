@@ -11,8 +11,8 @@ import pytest
 
 from crag_shared import Corrector, CRAGConfig, EvaluatorConfigurationError, evaluator_from_spec, evaluator_spec
 from crag_shared.evaluators import CombinedEvaluator, LexicalEvaluator, ReaderEvaluator
+from crag_shared.evaluators.default import DEFAULT_ENV, default_evaluator
 from crag_shared.evaluators.onnx_export import MANIFEST, export_onnx
-from crag_shared.evaluators.spec import DEFAULT_ENV, default_evaluator
 from crag_shared.trace import Input
 
 pytest.importorskip("onnxruntime")

@@ -10,8 +10,11 @@ fresh head, and runs bf16 on CPUs that have AMX (`--fp32` elsewhere). Validation
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ from .labelling import blindspot_pairs, share_of_groups
 from .minilm import base_model
 
 WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
+#: The run record a training writes and the export ships beside its weights.
+RUN_RECORD = "training_run.json"
 
 
 @dataclass(frozen=True)
@@ -68,17 +73,43 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
                              bf16=recipe.bf16, threads=recipe.threads, device="cpu",
                              keep_best=True)
         report = train_evaluator(pairs, validation_pairs(bench), config, log=log)
-    summary = {"recipe": asdict(recipe), "mix": asdict(mix), "pairs": len(pairs), **report.to_dict()}
-    (out / "reader_recipe.json").write_text(json.dumps(summary, indent=2))
+    summary = run_record(recipe, mix, pairs, config.seed) | report.to_dict()
+    (out / RUN_RECORD).write_text(json.dumps(summary, indent=2) + "\n")
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return summary
 
 
+def run_record(recipe: Recipe, mix: Mix, pairs: Sequence[Pair], seed: int) -> dict[str, Any]:
+    """What a training run was, to ship beside its weights: the settings, the pairs per source and kind, the
+    seeds, the library versions and the hardware (no path of the machine it ran on)."""
+    import platform
+    from importlib.metadata import version
+
+    import torch
+
+    import crag_shared
+
+    kinds = Counter(p.kind or "unknown" for p in pairs)
+    sources = Counter((p.kind or "unknown").split(":")[0] for p in pairs)
+    return {"recipe": asdict(recipe), "mix": asdict(mix), "pairs": len(pairs),
+            "positives": sum(p.relevant for p in pairs), "pairs_by_source": dict(sorted(sources.items())),
+            "pairs_by_kind": dict(sorted(kinds.items())), "seeds": {"data": mix.seed, "training": seed},
+            "versions": {**{name: version(name) for name in ("torch", "transformers", "onnxruntime")},
+                         "crag-shared": crag_shared.__version__},
+            "hardware": {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
+                         "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                         "device": "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name()}}
+
+
 def export_reader(checkpoint: Path, target: Path) -> Path:
-    """The trained checkpoint as the reader's ONNX export: int8 weights, the embedding table included."""
+    """The trained checkpoint as the reader's ONNX export (int8 weights, the embedding table included), its
+    run record beside the weights."""
     from crag_shared.evaluators.onnx_export import export_onnx
 
-    return export_onnx(str(checkpoint), target, quantize=True, int8_embeddings=True)
+    export = export_onnx(str(checkpoint), target, quantize=True, int8_embeddings=True)
+    if (checkpoint / RUN_RECORD).is_file():
+        shutil.copy(checkpoint / RUN_RECORD, export / RUN_RECORD)
+    return export
 
 
 def fit_export(export: Path, bench: Path, log: Any = print) -> tuple[float, float]:

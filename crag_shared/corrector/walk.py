@@ -15,7 +15,7 @@ from typing import cast
 
 from ..evaluators.base import RetrievalEvaluator
 from ..evaluators.spec import describe
-from ..policy import ActionPolicy
+from ..policy import ABOVE_EVERY_SCORE, ActionPolicy, AmbiguousRule, ambiguous_rule, below_floor
 from ..refine import StripRefiner
 from ..rewrite import QueryRewriter
 from ..text.detection import resolve
@@ -48,7 +48,6 @@ from ..types import (
     WebOutcome,
 )
 from ..web.base import WebSearch
-from .ambiguous import AmbiguousRule, below_floor
 from .checks import as_passages, check_query, checked_scores, query_text
 from .outcome import read_search
 from .protocol import (
@@ -368,21 +367,3 @@ def _state(judgment: Judgment) -> ScoringState:
 def ms_since(started: float) -> float:
     """Milliseconds since `started` (a `time.perf_counter()` value), rounded for traces."""
     return round((time.perf_counter() - started) * 1000, 3)
-
-
-#: The floor above every score: nothing an under-specified question retrieved is kept without the web.
-ABOVE_EVERY_SCORE = 2.0
-
-
-def ambiguous_floor(query: str, upper: float, language: str = "en") -> float:
-    """What an Ambiguous query's internal strips must score to count as verified (`AmbiguousRule.floor`):
-    the upper threshold (as Correct would), or, for a question that names no one but a pronoun in `language`
-    (a code: `Corrector.question_language`; see `crag_shared.text.follow_up`), `ABOVE_EVERY_SCORE`."""
-    return ABOVE_EVERY_SCORE if follow_up_pronoun(query, language) else upper
-
-
-def ambiguous_rule(query: str, upper: float, on_web_failure: str, ambiguous: str, language: str = "en"
-                   ) -> AmbiguousRule:
-    """The `AmbiguousRule` of one Ambiguous question under a corrector's settings: its floor is
-    `ambiguous_floor`. The core's walk and the Haystack router (which stamps it for the gate) take it here."""
-    return AmbiguousRule(ambiguous_floor(query, upper, language), below_floor(on_web_failure, ambiguous))

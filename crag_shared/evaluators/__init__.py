@@ -6,6 +6,7 @@ from __future__ import annotations
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 from .combined import CombinedEvaluator
 from .cross_encoder import CrossEncoderEvaluator
+from .default import default_evaluator
 from .embedding import EmbeddingEvaluator
 from .lexical import LexicalEvaluator
 from .llm import LLMEvaluator
@@ -41,6 +42,7 @@ __all__ = [
     "ReaderEvaluator",
     "RetrievalEvaluator",
     "T5Evaluator",
+    "default_evaluator",
     "describe",
     "embedding_unit",
     "evaluator_from_spec",

@@ -27,6 +27,7 @@ from typing import Any
 from ..llm import LLM, check_llm
 from ..specs import Kind
 from .base import LLM_JUDGE, Evaluation, Fault, RetrievalEvaluator
+from .default import default_evaluator
 from .judge_prompt import (
     PROMPTS,
     Mode,
@@ -35,7 +36,7 @@ from .judge_prompt import (
     parse_numbered,
     parse_verdict,
 )
-from .spec import EVALUATOR_SPECS, default_evaluator, describe, evaluator_from_spec
+from .spec import EVALUATOR_SPECS, describe, evaluator_from_spec
 
 #: Characters of a passage the LLM reads (the rest is cut, noted in the trace).
 MAX_DOCUMENT_CHARS = 3_000

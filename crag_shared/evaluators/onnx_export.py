@@ -134,8 +134,11 @@ def export_onnx(model: str, target: str | Path, *, quantize: bool = True, local_
                                             output: {0: "batch"}})
         _optimize(work, raw, config, quantize, int8_embeddings)
         tokenizer.save_pretrained(work)
+        config.architectures = None  # an ONNX graph, no PyTorch class: no other tool may load it as one
         config.save_pretrained(work)
-        (work / MANIFEST).write_text(json.dumps({"source": model, "quantized": quantize, "inputs": names,
+        # the model's name, never a local path: an export ships, the machine it came from does not
+        source = Path(model).name if Path(model).exists() else model
+        (work / MANIFEST).write_text(json.dumps({"source": source, "quantized": quantize, "inputs": names,
                                                  "int8_embeddings": int8_embeddings,
                                                  "file": onnx_file(quantize), "output": output}, indent=2))
         if target.exists():

@@ -6,8 +6,6 @@ serialized components all come here; error messages and help texts show the tabl
 from __future__ import annotations
 
 import json
-import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
@@ -68,36 +66,6 @@ def _embedding(cls: type[EmbeddingEvaluator], unit: Unit) -> Kind[RetrievalEvalu
 #: The kinds built with the adapter's LLM (registered by `crag_shared.evaluators.llm`): "llm" always judges with
 #: it; "auto" does where there is one, else takes "default".
 LLM_KINDS = ("llm", "auto")
-#: The environment setting that pins the judge "default" stands for, as a spec (e.g. "lexical" for a
-#: deployment that must not load a model, or a test suite written for the lexical judge).
-DEFAULT_ENV = "CRAG_DEFAULT_EVALUATOR"
-#: What "default" stands for in English when the reader is installed.
-DEFAULT_BLEND = "reader-lexical"
-_TOLD_NO_READER: list[bool] = []
-
-
-def default_evaluator(language: str = "en", **kwargs: Any) -> RetrievalEvaluator:
-    """The judge "default" stands for: in English, when the reader's distribution is installed
-    (`crag-shared[reader]`, which both adapters install), the reader blended with the lexical judge
-    (`combined:reader-lexical`); else the lexical judge in `language`; the spec in `CRAG_DEFAULT_EVALUATOR`
-    when set. Which one was taken is in every trace."""
-    pinned = os.environ.get(DEFAULT_ENV, "").strip()
-    if pinned:
-        if EVALUATOR_SPECS.parse(pinned)[0].name == "default":
-            raise ValueError(f"{DEFAULT_ENV}={pinned!r} names the default itself: give a judge's spec, e.g. 'lexical'")
-        if pinned == "lexical":
-            kwargs["language"] = language
-        return evaluator_from_spec(pinned, **kwargs)
-    if language == "en":
-        try:
-            return _combination(DEFAULT_BLEND, **kwargs)
-        except ImportError as error:
-            if not _TOLD_NO_READER:
-                _TOLD_NO_READER.append(True)
-                logging.getLogger("crag").info("judging with the lexical evaluator: %s", error)
-    return LexicalEvaluator(language=language, **kwargs)
-
-
 def _reader(target: str, **kwargs: Any) -> ReaderEvaluator:
     """The shipped reader, or a reader export of your own at `target`."""
     if target:
@@ -127,7 +95,6 @@ def _custom(target: str, **kwargs: object) -> RetrievalEvaluator:
 
 
 EVALUATOR_SPECS: SpecTable[RetrievalEvaluator] = SpecTable("evaluator", [
-    Kind("default", "none", lambda target, **kwargs: default_evaluator(**kwargs)),
     Kind("lexical", "none", lambda target, **kwargs: LexicalEvaluator(**kwargs), LexicalEvaluator, lambda e: ""),
     Kind("reader", "optional", _reader, ReaderEvaluator, lambda e: "" if e.shipped else e.model_name,
          placeholder="PATH"),

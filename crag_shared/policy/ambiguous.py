@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
+from ..text.follow_up import follow_up_pronoun
 from ..trace import AmbiguousStrips, Trace
 from ..types import Strip
 
@@ -26,7 +27,7 @@ class AmbiguousRule:
     `KnowledgeGate` apply to the strips' scores (the router stamps it on the documents, `stamp()`), so
     `build_crag_pipeline` hands the generator what `Corrector.correct` does.
 
-    A strip scoring at least `floor` (`walk.ambiguous_floor`: the upper threshold, as Correct would, or above
+    A strip scoring at least `floor` (`ambiguous_floor`: the upper threshold, as Correct would, or above
     every score for a question that names no one) is kept.
     One below it is, by `below`: "drop", dropped unless web knowledge arrived (a web strip was kept);
     "keep", kept (`on_web_failure="keep"`); "guard", kept and marked unverified (`ambiguous="guard"`), web
@@ -79,3 +80,21 @@ class AmbiguousRule:
         if below == "drop" or below == "keep" or below == "guard":
             return cls(float(floor), below)
         raise ValueError(f"meta[{cls.BELOW_KEY!r}] must be 'drop', 'keep' or 'guard', got {below!r}")
+
+
+#: The floor above every score: nothing an under-specified question retrieved is kept without the web.
+ABOVE_EVERY_SCORE = 2.0
+
+
+def ambiguous_floor(query: str, upper: float, language: str = "en") -> float:
+    """What an Ambiguous query's internal strips must score to count as verified (`AmbiguousRule.floor`):
+    the upper threshold (as Correct would), or, for a question that names no one but a pronoun in `language`
+    (a code: `Corrector.question_language`; see `crag_shared.text.follow_up`), `ABOVE_EVERY_SCORE`."""
+    return ABOVE_EVERY_SCORE if follow_up_pronoun(query, language) else upper
+
+
+def ambiguous_rule(query: str, upper: float, on_web_failure: str, ambiguous: str, language: str = "en"
+                   ) -> AmbiguousRule:
+    """The `AmbiguousRule` of one Ambiguous question under a corrector's settings: its floor is
+    `ambiguous_floor`. The core's walk and the Haystack router (which stamps it for the gate) take it here."""
+    return AmbiguousRule(ambiguous_floor(query, upper, language), below_floor(on_web_failure, ambiguous))

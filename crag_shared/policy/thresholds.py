@@ -1,4 +1,5 @@
-"""The action trigger (paper section 4.3): two thresholds turn passage scores into one action."""
+"""The action trigger (paper section 4.3): two thresholds turn passage scores into one action; the thresholds
+file that carries them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .files import read_settings_text
-from .scores import Threshold
-from .summary import first_error
-from .types import Action
+from ..files import read_settings_text
+from ..scores import Threshold
+from ..summary import first_error
+from ..types import Action
 
 
 class Thresholded(Protocol):
