@@ -128,7 +128,8 @@ def _judge_benches(benches: Any) -> None:
                                 "judge, judge set and half (benchmarks/judge_sets, PopQA)")
     judges.add_argument("--bench-dir")
     judges.add_argument("--evaluator", action="append", help=f"{EVALUATOR_HELP} (repeatable); default: default")
-    judges.add_argument("--set", action="append", dest="sets", help="a judge set's folder name, or popqa "
+    judges.add_argument("--set", action="append", dest="sets", help="a judge set's folder name, popqa, "
+                        "blindspots-test or blindspots-valid (the reader's held-out and validation domains) "
                         "(repeatable); default: every set")
     judges.add_argument("--half", action="append", dest="halves", choices=("tune", "test"),
                         help="default: both")

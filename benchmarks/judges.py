@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from crag_shared.corrector import Corrector
 from crag_shared.evaluators import Evaluation, RetrievalEvaluator, evaluator_from_spec
 from crag_shared.policy import ActionPolicy
+from crag_shared.tools.data import auroc
 from crag_shared.types import Passage
 
 from .near_miss import Row, figures, popqa_sets
@@ -66,21 +67,51 @@ def judge_sets(root: Path = SETS, names: Sequence[str] | None = None) -> dict[st
     return {f.name: judge_set(f) for f in folders if names is None or f.name in names}
 
 
+#: The blind-spot sets (`judge_sets/blindspots/`, the reader's data) as one set per half of domains:
+#: `blindspots-test` (held out of the reader's training; its rows count as the test half) and `blindspots-valid`
+#: (the reader's validation domains; its rows count as the tune half).
+BLINDSPOT_SETS = {"blindspots-test": "test", "blindspots-valid": "valid"}
+
+
+def blindspot_set(domains: str) -> dict[str, list[Row]]:
+    """Every blind-spot set of one half of the domains (`halves.json`: "test" or "valid"), merged."""
+    from .reader.labelling import halves
+
+    merged: dict[str, list[Row]] = {"in corpus": [], "near miss": [], "off topic": []}
+    for name, half in sorted(halves().items()):
+        if half == domains:
+            for part, rows in judge_set(SETS / "blindspots" / name).items():
+                merged[part] += [{**row, "half": "test" if domains == "test" else "tune"} for row in rows]
+    return merged
+
+
 def every_set(bench: Path | None, names: Sequence[str] | None = None) -> dict[str, dict[str, list[Row]]]:
-    """The judge sets (or those named) and, with the bench data, PopQA's sets."""
+    """The judge sets (or those named: also `BLINDSPOT_SETS`) and, with the bench data, PopQA's sets."""
     sets = judge_sets(SETS, names)
+    sets |= {name: blindspot_set(domains) for name, domains in BLINDSPOT_SETS.items() if names and name in names}
     if bench is not None and (names is None or "popqa" in names):
         sets["popqa"] = popqa_sets(bench)
     return sets
 
 
-def line(name: str, half: str, found: Sequence[int]) -> str:
-    """One set's figures on one line: answers kept, near misses passed, off topic passed."""
+def line(name: str, half: str, found: Sequence[int], separation: float | None = None) -> str:
+    """One set's figures on one line: answers kept, near misses passed, off topic passed, query AUROC."""
     text = (f"{name + ' ' + half:<22} answers kept {found[1]:>3}/{found[0]:<3}  "
             f"near misses passed {found[3]:>3}/{found[2]:<3}")
     if len(found) > 4 and found[4]:
         text += f"  off topic passed {found[5]:>3}/{found[4]}"
+    if separation is not None:
+        text += f"  query AUROC {separation:.2f}"
     return text
+
+
+def query_auroc(corrector: Corrector, parts: dict[str, list[Row]], half: str) -> float:
+    """How well the judge tells answerable questions from near misses: AUROC over the two, each question
+    scored by its best passage (ties count half)."""
+    rows = [(r, True) for r in parts["in corpus"] if r["half"] == half]
+    rows += [(r, False) for r in parts["near miss"] if r["half"] == half]
+    best = [max(corrector.judge(r["question"], r["passages"]).scores, default=-1.0) for r, _ in rows]
+    return auroc(best, [answerable for _, answerable in rows])
 
 
 def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexical",),
@@ -102,8 +133,10 @@ def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexica
         for half in halves:
             for name, parts in sets.items():
                 found = figures(corrector, {name: parts}, half)[name]
+                separation = query_auroc(corrector, parts, half)
                 results[f"{spec} {name} {half}"] = found
-                text = line(name, half, found)
+                results[f"{spec} {name} {half} query AUROC"] = separation
+                text = line(name, half, found, separation)
                 if judge is not None:
                     cost = judge_cost(judge, parts, half, prompt)
                     results[f"{spec} {name} {half} cost"] = cost
