@@ -172,6 +172,9 @@ def _judge_benches(benches: Any) -> None:
     train.add_argument("--layers", type=number(int, minimum=1, maximum=6))
     train.add_argument("--threads", type=POSITIVE_INT)
     train.add_argument("--fp32", action="store_true", help="train in float32 (bf16 is fast only with AMX)")
+    train.add_argument("--blindspots", type=number(float, minimum=0.0, maximum=1.0),
+                       help="the share of the blind-spot sets' training questions to use (the learning curve: "
+                       "0.25, 0.5, 1; default 1)")
     reader = benches.add_parser("reader", help="a reader export's size, latency (10 passages of 100 words) "
                                 "and judging figures")
     reader.add_argument("--bench-dir")
@@ -231,14 +234,16 @@ def _bench_llm_skip(args: argparse.Namespace) -> int:
 
 
 def _bench_train_reader(args: argparse.Namespace) -> int:
+    from .reader.data import Mix
     from .reader.recipe import Recipe, train_and_export
 
     given = {"steps": args.steps, "layers": args.layers, "threads": args.threads}
     recipe = Recipe(**{k: v for k, v in given.items() if v is not None}, bf16=not args.fp32)
+    mix = Mix() if args.blindspots is None else Mix(blindspots=args.blindspots)
     squad = Path(args.squad_explorer) if args.squad_explorer else None
     if squad is not None and not squad.is_dir():
         raise UsageError(f"--squad-explorer {squad}: not a directory (a git clone of rajpurkar/SQuAD-explorer)")
-    train_and_export(Path(args.out), _bench_dir(args.bench_dir), squad=squad, recipe=recipe, base=args.base)
+    train_and_export(Path(args.out), _bench_dir(args.bench_dir), squad=squad, recipe=recipe, mix=mix, base=args.base)
     return 0
 
 

@@ -5,6 +5,7 @@ PopQA, each through the Corrector with the export's fitted thresholds."""
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import time
@@ -48,7 +49,21 @@ def run(out: TextIO, bench: Path, *, model: str | None = None, threads: int = 2)
     upper, lower = evaluator.thresholds
     out.write(f"reader {directory}: {size / 1e6:.1f} MB on disk; 10 passages of 100 words: p50 {p50:.0f} ms, "
               f"p90 {p90:.0f} ms ({threads} threads); thresholds {upper:+.2f}/{lower:+.2f}\n")
-    spec = "reader" if model is None else f"reader:{model}"
-    judges(out, None, evaluators=[spec], names=["docs", "facts", "domains"], halves=["test"])
-    judges(out, None, evaluators=[spec], names=["heldout-docs", "heldout-facts", "heldout-domains"], halves=["test"])
-    judges(out, bench, evaluators=[spec], names=["popqa"], halves=["tune", "test"])
+    specs = ["reader" if model is None else f"reader:{model}", blend_of(directory) if model else "default"]
+    judges(out, None, evaluators=specs, names=["docs", "facts", "domains"], halves=["test"])
+    judges(out, None, evaluators=specs, names=[f"heldout-{n}" for n in ("docs", "facts", "domains", "patients",
+                                                                         "products")], halves=["test"])
+    judges(out, None, evaluators=specs, names=["blindspots-test"], halves=["test"])
+    judges(out, bench, evaluators=specs, names=["popqa"], halves=["tune", "test"])
+
+
+def blend_of(export: Path) -> str:
+    """The spec of the default judge as it would be with `export` shipped: the blend `fit_export` fitted beside
+    it (`reader-lexical.json`), its reader member pointed at the export."""
+    fitted = export.parent / "reader-lexical.json"
+    if not fitted.is_file():
+        raise SystemExit(f"{fitted}: no blend fitted beside the export (crag-bench train-reader writes it)")
+    candidate = export.parent / "reader-lexical-candidate.json"
+    candidate.write_text(json.dumps(json.loads(fitted.read_text()) | {"members": [f"reader:{export}", "lexical"]},
+                                    indent=2) + "\n", encoding="utf-8")
+    return f"combined:{candidate}"

@@ -139,9 +139,9 @@ def fit_export(export: Path, bench: Path, log: Any = print) -> tuple[float, floa
 
 
 def train_and_export(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe | None = None,
-                     base: str | None = None, log: Any = print) -> Path:
+                     mix: Mix | None = None, base: str | None = None, log: Any = print) -> Path:
     """The whole recipe: train into `out`, export to `out/export`, fit its thresholds there."""
-    train_reader(out, bench, squad=squad, recipe=recipe, base=base, log=log)
+    train_reader(out, bench, squad=squad, recipe=recipe, mix=mix, base=base, log=log)
     export = export_reader(out, out / "export")
     fit_export(export, bench, log)
     return export
