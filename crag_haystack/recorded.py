@@ -11,6 +11,8 @@ from .integration import GENERATORS
 from .llm import ChatGenerator
 from .serialization import from_dict_with_nested, nested_to_dicts
 
+__all__ = ["RecordedChatGenerator"]
+
 
 def prompt_of(messages: list[ChatMessage]) -> str:
     """The text a conversation is recorded under: a lone message's text (crag's own calls, so the core's

@@ -8,6 +8,8 @@ from typing import Any
 
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
+__all__ = ["MODEL_PARTS", "current_type", "from_dict_with_nested", "nested_to_dicts"]
+
 #: The nested components every scoring component takes: an LLM judge's generator, and the embedders that
 #: evaluator="embedding" uses.
 MODEL_PARTS = ("chat_generator", "text_embedder", "document_embedder")

@@ -37,6 +37,8 @@ from llama_index.core.types import RESPONSE_TEXT_TYPE
 
 from crag_shared.adapter import NO_KNOWLEDGE_ANSWER
 
+__all__ = ["LOG", "AbstentionAware", "CRAGVerdicts", "Chain", "record_verdict"]
+
 LOG = logging.getLogger("crag")
 
 #: The verdict lists of nested `CRAGVerdicts` queries, outermost first.

@@ -20,6 +20,8 @@ from crag_shared.adapter import (
     strip_metadata,
 )
 
+__all__ = ["abstention_node", "knowledge_nodes", "strip_node", "to_passage", "unjudgeable", "verdict_node"]
+
 #: The id of the node that carries CRAG's verdict (an abstention, or the verdict on knowledge handed on): LlamaIndex
 #: keys a response's metadata by its source nodes' ids, the last node of an id winning, so the drop-in's response
 #: reads `response.metadata["crag"]`, as `CRAGQueryEngine`'s does, whatever ids the user's nodes have.

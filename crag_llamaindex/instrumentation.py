@@ -14,6 +14,11 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from crag_shared.adapter import CorrectionResult, WebOutcome
 
+__all__ = [
+    "CRAGActionEvent", "CRAGFallbackEvent", "CRAGWebSearchEvent", "aemit", "dispatcher", "emit", "emit_search",
+    "reranking",
+]
+
 dispatcher = get_dispatcher(__name__)
 
 

@@ -36,6 +36,8 @@ from crag_shared.adapter import (
 from .compose import record_verdict
 from .postprocessor import CRAGPostprocessor
 
+__all__ = ["CRAGQueryEngine", "OnAbstain"]
+
 #: The prompt of `on_abstain="llm"`: the question alone, and the instruction not to guess.
 NO_CONTEXT_PROMPT = PromptTemplate(f"{NO_CONTEXT_INSTRUCTION}\nQuestion: {{query_str}}\nAnswer: ")
 OnAbstain = Literal["answer", "llm"]

@@ -12,6 +12,8 @@ from crag_shared.adapter import result_tool_text, verdict_line
 
 from .query_engine import CRAGQueryEngine
 
+__all__ = ["CRAGQueryEngineTool"]
+
 DEFAULT_DESCRIPTION = ("Search the knowledge base. The result starts with CRAG's verdict on what was found; "
                        "when it says no reliable knowledge was found, say so instead of guessing.")
 

@@ -17,6 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+__all__ = [
+    "MAX_DATA_BYTES", "MAX_LINE_BYTES", "MAX_RECORDED_BYTES", "MAX_SETTINGS_BYTES", "json_lines",
+    "read_settings_text",
+]
+
 #: The most a settings file (thresholds, a combination) may hold.
 MAX_SETTINGS_BYTES = 1 << 20
 #: The most a recorded-web file (`replay:PATH`) may hold.

@@ -12,6 +12,8 @@ from .text.detection import resolve
 from .text.knowledge import table_words, word_set
 from .text.words import STOPWORDS, fold
 
+__all__ = ["PAPER_REWRITE_PROMPT", "Part", "QueryRewriter", "Rewrite", "key_phrases", "keyword_query"]
+
 #: The paper's few-shot prompt (Appendix A, Table 5); `{question}` is filled in.
 PAPER_REWRITE_PROMPT = """Extract at most three keywords separated by comma from the following dialogues and \
 questions as queries for the web search, including topic background within dialogues and main intent within \

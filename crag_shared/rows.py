@@ -36,6 +36,11 @@ from dataclasses import dataclass, field
 from .files import MAX_DATA_BYTES, json_lines
 from .types import Passage
 
+__all__ = [
+    "ANSWERS", "LABEL", "PASSAGES", "QUESTION", "TEXT", "Record", "answers_of", "id_of", "iter_rows", "named",
+    "read_records",
+]
+
 QUESTION = ("query", "question")
 RECORD_ID = ("id", "idx", "question_id")
 PAIR_QUESTION_ID = ("query_id", "question_id")

@@ -13,6 +13,12 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+__all__ = [
+    "LOG", "Abstained", "AmbiguousStrips", "BelowLower", "Decided", "Evaluated", "EvaluatorNote",
+    "FallbackTaken", "Finished", "Input", "LogSink", "PassagesFiltered", "Refined", "Rewritten", "Searched",
+    "SkippedPassage", "Step", "Trace", "TruncatedPassage", "Unjudged", "log", "logging_to",
+]
+
 LOG = logging.getLogger("crag")
 
 #: Where crag's log records go: `sink(level, template, fields)`, the template in `str.format` style over the

@@ -25,6 +25,12 @@ from .summary import (
 )
 from .trace import Decided, Evaluated, SkippedPassage, Trace
 
+__all__ = [
+    "UNVERIFIED_END", "UNVERIFIED_NOTE", "Action", "CorrectionResult", "FailedCorrection", "Judgment", "Origin",
+    "Passage", "Refinement", "Strip", "WebIssue", "WebOutcome", "WebResult", "WebSearchResponse", "neutralized",
+    "unverified_mark",
+]
+
 
 class Action(str, Enum):
     """The three knowledge actions of the paper (section 4.3), and UNJUDGED for a query that could not be

@@ -209,6 +209,29 @@ def any_uses(paths: Iterable[Path]) -> dict[str, int]:
     return counts
 
 
+def public_names(paths: Iterable[Path]) -> dict[str, int]:
+    """How many names each module offers its users: its `__all__`, else every top-level name without a leading
+    underscore. Modules under a private name, packages' `__init__` (re-exports) and namespace portions not
+    counted."""
+    counts = {}
+    for path in paths:
+        parts = path.relative_to(ROOT).parts
+        if path.name == "__init__.py" or "namespace" in parts or any(p.startswith("_") for p in parts):
+            continue
+        names: list[str] = []
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                names = list(ast.literal_eval(node.value))
+                break
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+        counts[str(path.relative_to(ROOT))] = sum(1 for name in names if not name.startswith("_"))
+    return counts
+
+
 if __name__ == "__main__":
     PICTURE.write_text(render(), encoding="utf-8")
     print(f"wrote {PICTURE.relative_to(ROOT)}: {max(floors(room_graph()).values())} floors, "

@@ -1,6 +1,6 @@
 """Ratchets that only fall: the `Any` count may not rise above the figure the last release recorded in
-CHANGELOG.md, and every test that runs a benchmark is marked `slow` (CI runs those in their own step), so
-the default run stays short."""
+CHANGELOG.md, nor the public names above the newest figure CHANGELOG.md records; and every test that runs a
+benchmark is marked `slow` (CI runs those in their own step), so the default run stays short."""
 
 import ast
 import re
@@ -37,6 +37,24 @@ def test_the_layout_page_quotes_the_released_figure():
     version, ceiling = released_any()
     page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     assert f"`Any` appears {ceiling} times" in page and f"the last release, {version}," in page
+
+
+def recorded_public_names() -> int:
+    """The newest figure of public names in CHANGELOG.md (the unreleased changes' first, where they lower it)."""
+    figures = re.findall(r"the three packages offer (\d+) public names", (ROOT / "CHANGELOG.md").read_text("utf-8"))
+    assert figures, "CHANGELOG.md records no figure of public names"
+    return int(figures[0])
+
+
+def test_public_names_never_rise_above_the_recorded_figure():
+    """A module's helpers stay out of its `__all__` unless users need them: the public face only shrinks."""
+    ceiling = recorded_public_names()
+    counts = layering.public_names(path for package in RUNTIMES for path in (ROOT / package).rglob("*.py"))
+    assert sum(counts.values()) <= ceiling, (
+        f"the three packages offer {sum(counts.values())} public names, above the recorded {ceiling}: give the "
+        "new module an `__all__` of what users need", sorted(counts.items(), key=lambda item: -item[1])[:10])
+    page = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    assert f"offer {ceiling} public names" in page
 
 
 def _slow(decorator: ast.expr) -> bool:

@@ -30,6 +30,8 @@ from ..llm import ChatGenerator, as_llm, warm_up_all
 from ..logs import checked_query, observed
 from ..serialization import MODEL_PARTS, from_dict_with_nested, nested_to_dicts
 
+__all__ = ["OUTPUTS", "RetrievalRouter"]
+
 OUTPUTS = {"correct": list[Document], "incorrect": list[Document], "ambiguous": list[Document],
            "discarded": list[Document], "abstention": str, "action": str, "scores": list[float], "web_query": str,
            "closest": str}

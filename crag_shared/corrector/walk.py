@@ -72,6 +72,8 @@ from .verdicts import (
     within_verdicts,
 )
 
+__all__ = ["NO_WEB_SEARCH", "Walks", "resume"]
+
 NO_WEB_SEARCH = "no web search configured"
 
 

@@ -23,6 +23,8 @@ from ..scores import clip
 from ..text.words import encodable
 from .base import Evaluation, EvaluatorConfigurationError, RetrievalEvaluator
 
+__all__ = ["DEVICE_BATCHING", "BatchedPairEvaluator", "load_once"]
+
 #: (texts per batch, padded tokens per batch, length bucket) by device kind, for settings left as None.
 #: CPU: small, exactly padded batches (padding is paid in compute). GPU (CUDA/MPS): room for many
 #: queries' pairs per batch, lengths rounded up to a multiple of 16 so padded shapes repeat.

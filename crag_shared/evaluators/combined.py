@@ -13,6 +13,8 @@ from typing import Any
 from ..scores import clip
 from .base import Evaluation, RetrievalEvaluator
 
+__all__ = ["CombinedEvaluator"]
+
 
 class CombinedEvaluator(RetrievalEvaluator):
     """score = 2·σ(bias + Σ wᵢ·sᵢ) − 1 over the member evaluators' scores sᵢ, in [-1, 1].

@@ -22,6 +22,8 @@ from .base import RetrievalEvaluator
 from .lexical import LexicalEvaluator
 from .spec import EVALUATOR_SPECS, evaluator_from_spec, evaluator_kind
 
+__all__ = ["DEFAULT_ENV", "default_evaluator"]
+
 #: The environment setting that pins the judge "default" stands for, as a spec (e.g. "lexical" for a
 #: deployment that must not load a model, or a test suite written for the lexical judge).
 DEFAULT_ENV = "CRAG_DEFAULT_EVALUATOR"

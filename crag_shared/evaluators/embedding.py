@@ -28,6 +28,8 @@ from .embedding_scale import Landmarks, carried, found_once, measure, reference,
 from .hf import pick_device, require_torch
 from .pooling import mean_pooled
 
+__all__ = ["SPEC_SUFFIX", "UNIT_DEFAULTS", "Embed", "EmbeddingEvaluator", "Unit", "embedding_kind"]
+
 #: texts -> one embedding per text (a framework's embedding model, or our HF encoder)
 Embed = Callable[[list[str]], list[list[float]]]
 

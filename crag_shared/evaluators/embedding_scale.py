@@ -26,6 +26,8 @@ from typing import TypedDict, cast
 
 from .base import EvaluatorConfigurationError
 
+__all__ = ["REFERENCE", "Landmarks", "carried", "found_once", "measure", "reference", "reference_passages"]
+
 REFERENCE = Path(__file__).with_name("embedding_scale.json")
 
 #: How far the matched pairs' median cosine must stand above the unrelated pairs' 90th percentile (MiniLM: 0.6)

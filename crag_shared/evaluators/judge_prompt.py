@@ -8,6 +8,11 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Literal
 
+__all__ = [
+    "PROMPTS", "Mode", "PromptName", "check_judge_prompt", "judge_prompts", "parse_numbered", "parse_verdict",
+    "quoted",
+]
+
 PromptName = Literal["sufficiency", "paper"]
 Mode = Literal["batched", "per_document"]
 

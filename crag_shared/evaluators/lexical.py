@@ -13,6 +13,8 @@ from ..text.sentences import READ_CHARS, sentence_spans
 from ..text.words import without_format
 from .base import Evaluation, RetrievalEvaluator
 
+__all__ = ["LexicalEvaluator"]
+
 #: How much a text loses for each piece of evidence that it does not state the answer (`Assessment`): a share
 #: of the question's distinguishing terms missing (another plan, model, version, year, name: scaled by the
 #: share), no answer of the asked kind anywhere (no date for "when"), the question's person not named in full

@@ -38,6 +38,8 @@ from .judge_prompt import (
 )
 from .spec import EVALUATOR_SPECS, describe, evaluator_from_spec
 
+__all__ = ["LLMEvaluator"]
+
 #: Characters of a passage the LLM reads (the rest is cut, noted in the trace).
 MAX_DOCUMENT_CHARS = 3_000
 #: How far above its floor the offline judge may score every passage and still skip the call ("the offline

@@ -25,6 +25,8 @@ from .batching import BatchedPairEvaluator
 from .onnx_export import MANIFEST, SESSION_DISABLED_OPTIMIZERS, exported, require_onnxruntime
 from .score_map import LogitScoreMap, ScoreMap
 
+__all__ = ["OnnxCrossEncoderEvaluator", "check_export", "encodings", "open_export", "read_config", "run_padded"]
+
 #: How a Git LFS pointer file begins: a clone without `git lfs pull` has these in place of the weights.
 LFS_POINTER = b"version https://git-lfs"
 

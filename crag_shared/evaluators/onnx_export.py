@@ -18,6 +18,11 @@ from ..cache import cache_dir
 from .hf import require_torch
 from .pooling import mean_pooled, pooled_logits
 
+__all__ = [
+    "INSTALL_HINT", "MANIFEST", "SESSION_DISABLED_OPTIMIZERS", "default_export_dir", "export_onnx", "exported",
+    "require_onnxruntime",
+]
+
 INSTALL_HINT = "the ONNX backend needs onnxruntime and onnx: pip install 'crag-shared[onnx]'"
 MANIFEST = "crag_onnx.json"
 #: Architectures whose attention, GELU and layer norms ONNX Runtime's BERT optimizer fuses.

@@ -20,6 +20,8 @@ from .base import EvaluatorConfigurationError
 from .onnx import OnnxCrossEncoderEvaluator, check_export
 from .onnx_export import MANIFEST
 
+__all__ = ["ReaderEvaluator", "shipped_reader"]
+
 READER_HINT = ("the reader judge ships in the crag-reader distribution: pip install 'crag-shared[reader]' "
                "(crag-llamaindex and crag-haystack install it)")
 #: Thresholds for an export that carries none (a reader trained without a fit).

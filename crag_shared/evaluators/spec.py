@@ -29,6 +29,12 @@ from .onnx_embedding import OnnxEmbeddingEvaluator
 from .reader import ReaderEvaluator
 from .t5 import T5Evaluator
 
+__all__ = [
+    "EVALUATOR_SPECS", "LLM_KINDS", "SHIPPED_COMBINATIONS", "CombinationFile", "combination_dict", "describe",
+    "embedding_unit", "evaluator_from_spec", "evaluator_kind", "evaluator_options", "evaluator_spec",
+    "load_combination", "save_combination", "shared_evaluator",
+]
+
 #: Combinations that ship with crag (`combined:NAME`): reader-lexical, the judge "default" stands for in English
 #: (the reader blended with the lexical judge, fitted with the reader's weights on the judge sets' tune halves,
 #: answers first); lexical-minilm is LexicalEvaluator + all-MiniLM-L6-v2's cosine (unit "matched"), fitted on

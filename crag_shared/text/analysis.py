@@ -28,6 +28,11 @@ from .sentences import READ_CHARS, SPLITTER_LANGUAGES, sentence_spans
 from .words import STOPWORDS, char_bigrams, compound_grams, fold, words
 from .writing_systems import CJK, HAN, HIRAGANA, KATAKANA
 
+__all__ = [
+    "CJK_LANGUAGES", "TOKENS", "Analyzer", "Token", "analyzer", "check_language", "clear_text_caches",
+    "supported_languages",
+]
+
 TOKENS = re.compile(rf"(?P<han>[{HAN}]+)|(?P<kata>[{KATAKANA}]+)|(?P<hira>[{HIRAGANA}]+)"
                      rf"|(?P<word>[^\W{CJK}]+(?:['’][^\W{CJK}]+)*)")
 CJK_LANGUAGES = frozenset({"zh", "ja"})

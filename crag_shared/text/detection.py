@@ -14,6 +14,8 @@ from ..trace import log
 from .analysis import CJK_LANGUAGES, supported_languages
 from .writing_systems import foreign_script, script_language
 
+__all__ = ["detect_language", "resolve", "switch_note"]
+
 
 def resolve(code: str, text: str, *, tell: bool = True) -> str:
     """The language to analyze `text` in: `code` itself; for "auto" the language detected in `text`; and for

@@ -24,6 +24,8 @@ from .knowledge import has_table, languages_with, table_words, word_set
 from .reading import Reading
 from .words import words
 
+__all__ = ["follow_up_languages", "follow_up_pronoun", "has_follow_up_table"]
+
 #: The table a language needs for the rule: the pronouns that stand for a question's subject.
 PRONOUNS = "pronouns"
 

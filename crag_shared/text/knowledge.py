@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+__all__ = ["has_table", "languages_with", "table_keys", "table_lines", "table_words", "word_set"]
+
 #: The tables that serve any language (ISO 639-2 "mul").
 ANY_LANGUAGE = "mul"
 

@@ -27,6 +27,8 @@ from .analysis import CJK_LANGUAGES, analyzer
 from .sentences import READ_CHARS
 from .words import char_bigrams, compound_grams
 
+__all__ = ["QuestionWords"]
+
 #: A question word weighs log(LENGTH_OFFSET + its length): never zero, and growing slowly with length.
 LENGTH_OFFSET = 2
 #: A capitalised question word (a name; a stopword never is one) weighs this many times more.

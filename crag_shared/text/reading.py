@@ -33,6 +33,8 @@ from .sentences import READ_CHARS
 from .unanswering import addresses_the_judge, only_asks, statements
 from .words import STOPWORDS, fold, words
 
+__all__ = ["Assessment", "Kind", "Reading", "answer_kind", "relation_key"]
+
 #: The kind of answer a question's wording asks for.
 Kind = Literal["place", "time", "person", "number", "description"]
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from .caching import text_cache
 
+__all__ = ["READ_CHARS", "SPLITTER_LANGUAGES", "SPLIT_PIECE_CHARS", "sentence_spans", "splitter_for"]
+
 #: The pattern sentence-splitter searches every word with, to find words ending in periods.
 _PERIOD_WORD = r'([\w\.\-]*)([\'\"\)\]\%\p{Final_Punctuation}]*)(\.+)$'
 

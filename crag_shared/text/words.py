@@ -9,6 +9,11 @@ from functools import lru_cache
 from .caching import text_cache
 from .knowledge import word_set
 
+__all__ = [
+    "STOPWORDS", "char_bigrams", "compound_grams", "content_terms", "encodable", "fold", "terms", "titled",
+    "without_format", "word_count", "words",
+]
+
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

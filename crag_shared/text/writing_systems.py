@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["CJK", "HAN", "HIRAGANA", "KATAKANA", "foreign_script", "has_cjk", "script_language"]
+
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 HIRAGANA = "\u3040-\u309f"

@@ -27,6 +27,8 @@ from ..corrector import Corrector
 from ..rows import Record, read_records
 from ..types import CorrectionResult, FailedCorrection, Passage
 
+__all__ = ["Job", "exclusive", "json_line", "pending_jobs", "read_jobs", "record", "record_lines", "run", "write_all"]
+
 
 @dataclass(frozen=True)
 class Job:

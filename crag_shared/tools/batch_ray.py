@@ -24,6 +24,8 @@ from ..types import Passage
 from ..web.spec import web_search_from_spec
 from .batch import Job, exclusive, pending_jobs, record_lines, write_all
 
+__all__ = ["INSTALL_HINT", "connect", "run_on_ray"]
+
 INSTALL_HINT = "the Ray engine needs Ray Data: pip install 'crag-shared[ray]'"
 
 

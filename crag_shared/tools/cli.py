@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..calibration import QACalibration
     from ..corrector import Corrector
 
+__all__ = ["HANDLERS", "dispatch", "guarded", "main", "needs", "readable"]
+
 
 def writable(path: str | None, option: str) -> None:
     """An output path must lie in an existing directory and be no pipe or device (a FIFO would hang,

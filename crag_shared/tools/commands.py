@@ -11,6 +11,10 @@ from ..calibration import MAX_STEPS
 from ..evaluators.spec import EVALUATOR_SPECS
 from ..web.spec import WEB_SPECS
 
+__all__ = [
+    "EVALUATOR_HELP", "NON_NEGATIVE", "POSITIVE_INT", "Parser", "UsageError", "add_titles", "build_parser", "number",
+]
+
 
 class UsageError(Exception):
     """A mistake in how crag was called; printed as one line, exit status 2."""

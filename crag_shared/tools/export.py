@@ -27,6 +27,8 @@ from ..rows import answers_of, read_records
 from ..verdict import verdict_line
 from .batch import json_line
 
+__all__ = ["FORMATS", "export_run"]
+
 FORMATS = ("ragas", "deepeval")
 
 

@@ -22,6 +22,8 @@ from typing import Any
 from ..summary import COLOURS, verdict_html
 from .report_data import BORDERLINE_ROWS, Row, common_thresholds, latency, read_rows, tradeoff_curve
 
+__all__ = ["build_report", "write_report"]
+
 ACTIONS = ("correct", "ambiguous", "incorrect", "unjudged", "failed")
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1200px}

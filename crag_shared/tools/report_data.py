@@ -16,6 +16,8 @@ from ..policy import ActionPolicy
 from ..rows import QUESTION, id_of, named
 from ..summary import Summary, one_line
 
+__all__ = ["BORDERLINE_ROWS", "Row", "common_thresholds", "latency", "percentile", "read_rows", "tradeoff_curve"]
+
 #: Stages whose milliseconds the trace records, by step name.
 TIMED = {"evaluate": "ms", "refine_internal": "ms", "refine_web": "ms", "result": "total_ms"}
 

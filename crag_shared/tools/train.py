@@ -24,6 +24,8 @@ from ..evaluators.pooling import pair_inputs, pooled_logits
 from ..evaluators.t5 import t5_inputs
 from .data import Pair, auroc
 
+__all__ = ["TrainConfig", "TrainReport", "listwise_loss", "train_evaluator"]
+
 
 @dataclass
 class TrainConfig:

@@ -10,6 +10,8 @@ from .base import WebSearchError
 from .http_search import HttpxSearch
 from .keys import ApiKey
 
+__all__ = ["ADVICE", "BraveSearch"]
+
 BRAVE_URL = "https://api.search.brave.com/res/v1"
 _TAGS = re.compile(r"<[^>]{0,200}>")
 ADVICE = {422: "Brave refused the request or the key (SUBSCRIPTION_TOKEN_INVALID is a bad key)"}

@@ -27,6 +27,8 @@ from .base import MAX_ANSWER_BYTES, WebSearchError
 from .decoding import BoundedDecoder, EncodingError
 from .search_engine import FetchingSearch
 
+__all__ = ["Deadline", "RequestsSearch", "call_by", "deadline_session"]
+
 T = TypeVar("T")
 
 _current = threading.local()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import zlib
 
+__all__ = ["ACCEPT_ENCODING", "BoundedDecoder", "EncodingError"]
+
 SUPPORTED = ("gzip", "x-gzip", "deflate", "identity")
 ACCEPT_ENCODING = "gzip, deflate"
 MAX_LAYERS = 3

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 
+__all__ = ["require"]
+
 #: the crag-shared extra that installs each optional client
 EXTRAS = {"tavily": "tavily", "exa_py": "exa", "ddgs": "ddgs"}
 

@@ -18,6 +18,8 @@ from ..aio import run_sync
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, EncodingError
 from .guard import AddressPolicy, Refused, literal_ip, pinned_transport
 
+__all__ = ["FetchedPage", "PageFetcher", "sniff", "ssl_context"]
+
 DEFAULT_USER_AGENT = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
                       "Chrome/126.0 Safari/537.36 crag/0.1")
 TEXT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})

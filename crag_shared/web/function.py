@@ -8,6 +8,8 @@ from typing import Any
 
 from .search_engine import FetchingSearch
 
+__all__ = ["TITLE_KEYS", "FunctionSearch"]
+
 LINK_KEYS = ("link", "url", "href", "source_url", "source")
 TITLE_KEYS = ("title", "name", "file_name")
 SNIPPET_KEYS = ("snippet", "content", "body", "description", "text")

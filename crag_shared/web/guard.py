@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 import httpcore
 import httpx
 
+__all__ = ["AddressPolicy", "IPAddress", "Refused", "is_public", "literal_ip", "pinned_transport"]
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 #: IANA special-purpose IPv4 ranges that are not globally reachable (RFC 6890 registry), plus multicast,

@@ -19,6 +19,8 @@ from .fetch import ssl_context
 from .keys import ApiKey
 from .search_engine import FetchingSearch
 
+__all__ = ["Answer", "HttpxSearch"]
+
 
 @dataclass(frozen=True)
 class Answer:

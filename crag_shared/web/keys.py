@@ -10,6 +10,8 @@ import re
 import weakref
 from urllib.parse import quote, quote_plus
 
+__all__ = ["CLIENT_LOGGERS", "ApiKey", "scrub_all"]
+
 
 class ApiKey:
     """A provider's API key, from the argument or the environment (required at construction).

@@ -19,6 +19,8 @@ from .extract import EXTRACT_THREAD, extract_page, text_paragraphs
 from .fetch import FetchedPage, PageFetcher
 from .turns import Turns
 
+__all__ = ["FetchingSearch", "clean_results", "prefer_wikipedia"]
+
 T = TypeVar("T")
 
 

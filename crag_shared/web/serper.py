@@ -11,6 +11,8 @@ from .fetch import PageFetcher
 from .http_search import HttpxSearch
 from .keys import ApiKey
 
+__all__ = ["SerperSearch"]
+
 SERPER_URL = "https://google.serper.dev"
 
 
