@@ -4,6 +4,7 @@ sizes measured in one run, with a generous margin), never by absolute time."""
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -67,12 +68,18 @@ def test_correct_is_linear_in_the_number_of_passages():
     corrector = Corrector(evaluator=Constant())
 
     def seconds(n: int) -> float:
+        """The best of five runs, the garbage collector paused (its passes over 20,000 results are not ours)."""
         passages = [f"passage {i}" for i in range(n)]
         best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            result = corrector.correct("Where was Henry Feilden born?", passages)
-            best = min(best, time.perf_counter() - started)
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(5):
+                started = time.perf_counter()
+                result = corrector.correct("Where was Henry Feilden born?", passages)
+                best = min(best, time.perf_counter() - started)
+        finally:
+            gc.enable()
         assert len(result.scores) == n
         return best
 
