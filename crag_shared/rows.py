@@ -32,29 +32,109 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .files import MAX_DATA_BYTES, json_lines
+from .summary import first_error
 from .types import Passage
 
-__all__ = [
-    "ANSWERS", "LABEL", "PASSAGES", "QUESTION", "TEXT", "Record", "answers_of", "id_of", "iter_rows", "named",
-    "read_records",
-]
+__all__ = ["DataRow", "PairRow", "PassageRow", "Record", "RecordRow", "iter_rows", "read_records"]
 
 QUESTION = ("query", "question")
 RECORD_ID = ("id", "idx", "question_id")
 PAIR_QUESTION_ID = ("query_id", "question_id")
 PASSAGES = ("ctxs", "passages")
 TEXT = ("passage", "text", "content")
-TITLE = ("title",)
-PASSAGE_ID = ("id",)
-SCORE = ("score",)
 LABEL = ("label", "relevant")
 ANSWERS = ("answers", "answer")
 
-_PASSAGE_FIELDS = frozenset((*TEXT, *TITLE, *PASSAGE_ID, *SCORE, *LABEL))
+_PASSAGE_FIELDS = frozenset((*TEXT, "title", "id", "score", *LABEL))
 _RELEVANT = frozenset(("1", "true", "yes", "relevant", "+1"))
 _IRRELEVANT = frozenset(("0", "-1", "false", "no", "irrelevant"))
+
+
+def _label(value: object) -> object:
+    """A relevance label as True or False: a bool, a number (> 0 is relevant), or one of the words."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    if isinstance(value, str) and value.strip().lower() in _RELEVANT | _IRRELEVANT:
+        return value.strip().lower() in _RELEVANT
+    raise ValueError(f"cannot read {value!r} as a relevance label")
+
+
+def _identifier(value: object) -> object:
+    """An id as text: 1 and "1" are one id."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+Label = Annotated[bool | None, BeforeValidator(_label, json_schema_input_type=bool | float | str | None)]
+Identifier = Annotated[str | None, BeforeValidator(_identifier, json_schema_input_type=str | int | None)]
+Title = Annotated[str | None, BeforeValidator(lambda v: None if v == "" else _identifier(v))]
+Score = Annotated[float | None, Field(strict=True)]
+Answers = Annotated[tuple[str, ...], BeforeValidator(lambda v: () if v is None else (v,) if isinstance(v, str) else v,
+                                                     json_schema_input_type=list[str] | str | None)]
+
+
+def _names(*names: str, **default: Any) -> Any:
+    """A field that goes by `names`, the first present read; its description lists them."""
+    quoted = [f"`{n}`" for n in names]
+    listed = f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+    return Field(validation_alias=AliasChoices(*names), description=listed, **default)
+
+
+class PassageRow(BaseModel):
+    """A retrieved passage as an object: its text and what a data set may give with it; its other fields travel
+    in `Passage.metadata`. A passage may also be its text alone."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    text: str = _names(*TEXT)
+    title: Title = None
+    id: Identifier = None
+    score: Score = None
+    label: Label = _names(*LABEL, default=None)
+
+    def passage(self, metadata: bool = True) -> Passage:
+        """The passage itself (its fields but the text, title, id, score and label as its metadata)."""
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in _PASSAGE_FIELDS} if metadata else {}
+        return Passage(self.text, id=self.id, title=self.title, score=self.score, metadata=extra)
+
+
+def _passage_item(value: object) -> object:
+    if isinstance(value, str):
+        return {"text": value}
+    if not isinstance(value, Mapping):
+        raise ValueError("a passage must be text or an object with a text (`passage`, `text` or `content`)")
+    return value
+
+
+PassageItem = Annotated[PassageRow, BeforeValidator(_passage_item, json_schema_input_type=str | PassageRow)]
+
+
+class RecordRow(BaseModel):
+    """A question with its retrieved passages (PopQA/CRAG's `ctxs`); other fields land in `Record.fields`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    question: str | None = _names(*QUESTION, default=None)
+    id: Identifier = _names(*RECORD_ID, default=None)
+    passages: list[PassageItem] = _names(*PASSAGES)
+    answers: Answers = _names(*ANSWERS, default=())
+
+
+class PairRow(PassageRow):
+    """A question and one passage in the row itself; the pair rows of one question make one record."""
+
+    question: str | None = _names(*QUESTION, default=None)
+    question_id: Identifier = _names(*PAIR_QUESTION_ID, default=None)
+    answers: Answers = _names(*ANSWERS, default=())
+
+
+#: A line of a data file: a record or a pair row (the JSON Schema `crag schema row` prints).
+DataRow = RecordRow | PairRow
+_ANSWERS: TypeAdapter[tuple[str, ...]] = TypeAdapter(Answers)
 
 
 @dataclass
@@ -91,71 +171,19 @@ def named(row: Mapping[str, object], names: Sequence[str]) -> tuple[str, object]
     return None
 
 
-def question_of(row: Mapping[str, object], where: str) -> str:
-    """The row's question (`query`, else `question`); anything but text raises, naming the field."""
-    found = named(row, QUESTION)
-    if found is None or not isinstance(found[1], str):
-        name = f"{found[0]}: " if found else ""
-        kind = type(found[1]).__name__ if found else "nothing"
-        raise ValueError(f"{where}: {name}the question must be text (`query` or `question`), got {kind}")
-    return found[1]
-
-
 def id_of(row: Mapping[str, object], names: Sequence[str] = RECORD_ID) -> str | None:
     """The row's id under the first of `names` it holds, as text (1 and "1" are one id); None without one."""
     found = named(row, names)
     return None if found is None or found[1] is None else str(found[1])
 
 
-def label_of(value: object, where: str) -> bool:
-    """A relevance label read as True or False; anything else raises, naming `where`."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return value > 0
-    if isinstance(value, str) and value.strip().lower() in _RELEVANT:
-        return True
-    if isinstance(value, str) and value.strip().lower() in _IRRELEVANT:
-        return False
-    raise ValueError(f"{where}: cannot read {value!r} as a relevance label")
-
-
 def answers_of(row: Mapping[str, object], where: str) -> tuple[str, ...]:
     """The row's gold answers (`answers`, or one `answer`); none when it has neither."""
     found = named(row, ANSWERS)
-    if found is None or found[1] is None:
-        return ()
-    values = [found[1]] if isinstance(found[1], str) else found[1]
-    if not isinstance(values, list) or not all(isinstance(a, str) for a in values):
-        raise ValueError(f"{where}: `{found[0]}` must be a list of strings (or one `answer` string)")
-    return tuple(values)
-
-
-def passage_of(value: object, where: str, at: str = "") -> tuple[Passage, bool | None]:
-    """A passage (text, title, id, score; an object's other fields in its metadata) and its label, from its
-    text alone or an object; `at` names it in errors (`ctxs[2]`)."""
-    if isinstance(value, str):
-        return Passage(value), None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: {at}: a passage must be text or an object with a text (`passage`, `text` or "
-                         f"`content`), not {type(value).__name__}")
-    prefix = f"{at}." if at else ""
-    text = named(value, TEXT)
-    if text is None or not isinstance(text[1], str):
-        field_name = f"{prefix}{text[0]}" if text else f"{at or 'passage'}"
-        got = type(text[1]).__name__ if text else "no text"
-        raise ValueError(f"{where}: {field_name}: a passage needs a text (`passage`, `text` or `content`), got {got}")
-    title = value.get("title")
-    passage_id = value.get("id")
-    score = value.get("score")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-        raise ValueError(f"{where}: {prefix}score: must be a number, got {type(score).__name__}")
-    label = named(value, LABEL)
-    metadata = {k: v for k, v in value.items() if k not in _PASSAGE_FIELDS} if at else {}
-    passage = Passage(text[1], id=None if passage_id is None else str(passage_id),
-                      title=str(title) if title not in (None, "") else None,
-                      score=None if score is None else float(score), metadata=metadata)
-    return passage, None if label is None or label[1] is None else label_of(label[1], f"{where}: {prefix}{label[0]}")
+    try:
+        return _ANSWERS.validate_python(None if found is None else found[1])
+    except ValidationError as error:
+        raise ValueError(f"{where}: {first_error(error, found[0] if found else 'answers')}") from None
 
 
 def content_key(row: Mapping[str, object]) -> str:
@@ -169,22 +197,24 @@ def record_of(row: object, where: str, *, need_question: bool = True) -> Record:
     `need_question`, a row may name its question by its id alone (its question is then "")."""
     if not isinstance(row, Mapping):
         raise ValueError(f"{where}: a line must hold a JSON object, not {type(row).__name__}")
-    question = question_of(row, where) if need_question or named(row, QUESTION) else ""
-    answers = answers_of(row, where)
-    listed = named(row, PASSAGES)
-    if listed is None:  # a pair row
-        passage, label = passage_of(row, where)
-        own = id_of(row, PAIR_QUESTION_ID)
-        rest = {k: v for k, v in row.items() if k not in {*QUESTION, *PAIR_QUESTION_ID, *_PASSAGE_FIELDS, *ANSWERS}}
-        return Record(where, question, [passage], [label], own, own or question, answers, rest, pair=True)
-    name, value = listed
-    if not isinstance(value, list):
-        raise ValueError(f"{where}: {name}: must be a list of passages, got {type(value).__name__}")
-    own = id_of(row)
-    key = own if own is not None else content_key(row)
-    read = [passage_of(p, where, f"{name}[{i}]") for i, p in enumerate(value)]
-    rest = {k: v for k, v in row.items() if k not in {*QUESTION, *RECORD_ID, name, *ANSWERS}}
-    return Record(where, question, _named([p for p, _ in read], key), [y for _, y in read], own, key, answers, rest)
+    shape: type[RecordRow | PairRow] = PairRow if named(row, PASSAGES) is None else RecordRow
+    try:
+        read = shape.model_validate(row)
+    except ValidationError as error:
+        raise ValueError(f"{where}: {first_error(error)}") from None
+    if read.question is None and need_question:
+        raise ValueError(f"{where}: the question must be text (`query` or `question`), got nothing")
+    question = read.question or ""
+    fields = {k: v for k, v in (read.model_extra or {}).items() if k not in {*QUESTION, *RECORD_ID, *ANSWERS}}
+    if isinstance(read, PairRow):
+        fields = {k: v for k, v in fields.items() if k not in {*PAIR_QUESTION_ID, *_PASSAGE_FIELDS}}
+        own = read.question_id
+        return Record(where, question, [read.passage(metadata=False)], [read.label], own, own or question,
+                      read.answers, fields, pair=True)
+    key = read.id if read.id is not None else content_key(row)
+    fields = {k: v for k, v in fields.items() if k not in PASSAGES}
+    return Record(where, question, _named([p.passage() for p in read.passages], key), [p.label for p in read.passages],
+                  read.id, key, read.answers, fields)
 
 
 def _named(passages: list[Passage], key: str) -> list[Passage]:

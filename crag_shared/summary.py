@@ -226,12 +226,12 @@ class Summary(BaseModel):
             raise ValueError(first_error(error)) from None
 
 
-def first_error(error: ValidationError) -> str:
-    """A validation error as one line: where ("strips[0].score"), what was wanted, and what came."""
+def first_error(error: ValidationError, at: str = "") -> str:
+    """A validation error as one line: where ("strips[0].score", below `at`), what was wanted, and what came."""
     found = error.errors()[0]
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found["loc"]).lstrip(".")
-    got = type(found.get("input")).__name__
-    return f"{where or 'record'}: {found['msg']}, got {got}"
+    where = (at + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found["loc"])).lstrip(".")
+    message = f"{where or 'record'}: {found['msg'].removeprefix('Value error, ')}"
+    return message if found["type"] == "missing" else f"{message}, got {type(found.get('input')).__name__}"
 
 
 def as_summary(value: Summary | Mapping[str, object]) -> Summary:

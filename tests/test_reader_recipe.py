@@ -85,3 +85,51 @@ def test_no_training_pair_comes_from_a_held_out_question():
         held = {p.query for p in blindspot_pairs(split) if p.relevant}
         assert held and not seen & held, split
     assert all(folder.parent == WRITTEN for folder in written_train_sets(WRITTEN))
+
+
+def squad_articles():
+    from benchmarks.reader.squad import Article, Paragraph, Question
+
+    harbour = Article("Harbour", [
+        Paragraph("The harbour of Tolvik was dredged in 1871. Its lighthouse was built by Anna Lund in 1889.",
+                  [Question("q-built", "Who built the lighthouse of Tolvik?", ["Anna Lund"], False),
+                   Question("q-demolished", "Who demolished the lighthouse of Tolvik?", [], True)]),
+        Paragraph("Ferries leave the harbour for Sande twice a day; the crossing takes forty minutes.")])
+    closed = Question("q-mill", "When did the paper mill of Tolvik close?", ["1962"], False)
+    mill = Article("Mill", [Paragraph("The paper mill of Tolvik closed in 1962 after a fire.", [closed])])
+    return [harbour, mill]
+
+
+def test_squad2_questions_are_judged_on_their_retrieved_paragraphs_and_stored_without_their_text(tmp_path):
+    """SQuAD 2.0's questions bring BM25's paragraphs; the LLM's verdict labels each, SQuAD's own label stands
+    where it gave none, and the contexts beside the labels name paragraphs without copying them."""
+    from benchmarks.reader import squad_labels
+
+    articles = squad_articles()
+    found = squad_labels.retrieve(articles, questions=2, top_k=2)
+    assert sorted(r.question.impossible for r in found) == [False, True], "half written unanswerable"
+    assert all(r.own in r.passages or r.question.id == "q-mill" for r in found)
+    prompts, contexts = tmp_path / "prompts.jsonl", tmp_path / "contexts.jsonl"
+    assert squad_labels.write_prompts(prompts, articles, found, contexts) == 2
+    assert "lighthouse" not in contexts.read_text() and "Harbour" in contexts.read_text()
+    rows = [json.loads(line) for line in prompts.read_text().splitlines()]
+    listed = {r["question_id"]: r for r in map(json.loads, contexts.read_text().splitlines())}
+    assert {r["key"] for r in rows} == {r["key"] for r in listed.values()}
+    assert all("<document" in r["prompt"] for r in rows)
+
+    answerable = next(r for r in found if not r.question.impossible)
+    recording = tmp_path / "replies.jsonl"
+    reply = "\n".join(f"{i}: no" for i, _ in enumerate(listed[answerable.question.id]["passages"], 1))
+    recording.write_text(json.dumps({"key": listed[answerable.question.id]["key"], "reply": reply}) + "\n")
+    pairs = squad_labels.squad2_llm_pairs(articles, recording, contexts)
+    by_question = {}
+    for pair in pairs:
+        by_question.setdefault(pair.query_id, []).append(pair)
+    judged = by_question[f"squad2-llm-{answerable.question.id}"]
+    assert all(not p.relevant and p.kind.endswith(":llm") for p in judged), "the LLM's 'no' overrides SQuAD's own label"
+    unjudged = next(v for k, v in by_question.items() if k != f"squad2-llm-{answerable.question.id}")
+    assert all(p.kind.endswith(":gold") for p in unjudged)
+    expected = [not found_one.question.impossible and p == found_one.own
+                for found_one in found if f"squad2-llm-{found_one.question.id}" == unjudged[0].query_id
+                for p in found_one.passages]
+    assert [p.relevant for p in unjudged] == expected

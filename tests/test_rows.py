@@ -51,18 +51,20 @@ def test_pair_rows_of_one_question_make_one_record_in_file_order(tmp_path):
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ('{"question": "Q", "ctxs": [{"text": "a"}, {"text": null}]}', r"data\.jsonl:2: ctxs\[1\]\.text: a passage needs "
-                                                                   r"a text"),
-    ('{"question": "Q", "passages": [{"title": "T"}]}', r"data\.jsonl:2: passages\[0\]: a passage needs a text"),
-    ('{"question": "Q", "ctxs": [3]}', r"data\.jsonl:2: ctxs\[0\]: a passage must be text or an object"),
-    ('{"question": "Q", "ctxs": [{"text": "a", "score": "high"}]}', r"data\.jsonl:2: ctxs\[0\]\.score: must be a "
-                                                                    r"number"),
+    ('{"question": "Q", "ctxs": [{"text": "a"}, {"text": null}]}', r"data\.jsonl:2: ctxs\[1\]\.text: Input should be a "
+                                                                   r"valid string, got NoneType"),
+    ('{"question": "Q", "passages": [{"title": "T"}]}', r"data\.jsonl:2: passages\[0\]\.passage: Field required"),
+    ('{"question": "Q", "ctxs": [3]}', r"data\.jsonl:2: ctxs\[0\]: a passage must be text or an object.*, got int"),
+    ('{"question": "Q", "ctxs": [{"text": "a", "score": "high"}]}', r"data\.jsonl:2: ctxs\[0\]\.score: Input should "
+                                                                    r"be a valid number, got str"),
+    ('{"question": "Q", "ctxs": [{"text": "a", "score": true}]}', r"data\.jsonl:2: ctxs\[0\]\.score: .*, got bool"),
     ('{"question": "Q", "ctxs": [{"text": "a", "relevant": "maybe"}]}', r"data\.jsonl:2: ctxs\[0\]\.relevant: cannot "
-                                                                        r"read 'maybe'"),
-    ('{"question": "Q", "ctxs": "a"}', r"data\.jsonl:2: ctxs: must be a list of passages, got str"),
-    ('{"query": 3, "ctxs": []}', r"data\.jsonl:2: query: the question must be text"),
+                                                                        r"read 'maybe' as a relevance label"),
+    ('{"question": "Q", "text": "a", "label": [1]}', r"data\.jsonl:2: label: cannot read \[1\]"),
+    ('{"question": "Q", "ctxs": "a"}', r"data\.jsonl:2: ctxs: Input should be a valid list, got str"),
+    ('{"query": 3, "ctxs": []}', r"data\.jsonl:2: query: Input should be a valid string, got int"),
     ('{"ctxs": []}', r"data\.jsonl:2: the question must be text \(`query` or `question`\), got nothing"),
-    ('{"question": "Q", "answers": [1], "ctxs": []}', r"data\.jsonl:2: `answers` must be a list of strings"),
+    ('{"question": "Q", "answers": [1], "ctxs": []}', r"data\.jsonl:2: answers\[0\]: Input should be a valid string"),
     ('["Q", "a"]', r"data\.jsonl:2: a line must hold a JSON object, not list"),
     ('{"question": "Q"', r"data\.jsonl:2: not a JSON line"),
 ])

@@ -257,9 +257,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from pydantic import TypeAdapter
+
     from ..config import CRAGConfig
     from ..evaluators.spec import CombinationFile
     from ..policy import ThresholdsFile
+    from ..rows import DataRow
     from ..summary import Summary
 
     declared = {
@@ -267,6 +270,7 @@ def _schema(args: argparse.Namespace) -> int:
         "summary": lambda: Summary.model_json_schema(mode="serialization"),
         "thresholds": ThresholdsFile.model_json_schema,
         "combination": CombinationFile.model_json_schema,
+        "row": lambda: TypeAdapter(DataRow).json_schema(by_alias=False),
     }
     print(json.dumps(declared[args.name](), indent=2))
     return 0

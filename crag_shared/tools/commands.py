@@ -202,13 +202,14 @@ def _report_command(commands: Any) -> None:
 
 
 #: The files and records crag reads and writes whose JSON Schema `crag schema NAME` prints.
-SCHEMAS = ("config", "summary", "thresholds", "combination")
+SCHEMAS = ("config", "summary", "thresholds", "combination", "row")
 
 
 def _schema_command(commands: Any) -> None:
     schema = commands.add_parser("schema", help="the JSON Schema of a file or record crag reads and writes: a "
                                                 "saved configuration, a result's summary (crag run lines, CRAG "
-                                                "metadata), a thresholds file, a combination file")
+                                                "metadata), a thresholds file, a combination file, a line of a "
+                                                "data file (crag run, calibrate, report)")
     schema.add_argument("name", choices=SCHEMAS)
 
 
