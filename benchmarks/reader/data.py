@@ -5,7 +5,8 @@ sets written for crag). Negatives cover every near-miss kind: the same article's
 2.0's questions written to be unanswerable from their own paragraph (a swapped entity, year or condition),
 the paragraph's own sentences that do not hold the answer, the entity's other facts (PopQA's recorded web
 strips without the answer), the written sets' near misses (another plan, model, version, person) and
-off-topic passages. Every question's pairs share a group id, for the listwise loss.
+off-topic passages. SQuAD 2.0 questions bring the paragraphs BM25 finds for them, labelled by the LLM judge
+(`squad_labels.py`). Every question's pairs share a group id, for the listwise loss.
 
 Held out of every pair: PopQA's 100 retrieval questions (`popqa_ctxs.jsonl`, the abstain and near-miss
 benchmarks), the SQuAD articles of `qa_pairs.jsonl`'s eval split (the near-miss benchmark's SQuAD test half),
@@ -28,7 +29,10 @@ from crag_shared.text.words import content_terms
 from crag_shared.tools.data import Pair
 
 from ..recall import has_answer_word
-from .squad import read_release
+from .squad import Article, read_release
+
+#: Which SQuAD 2.0 questions the LLM judged (`squad_labels.py`): their pairs come from there, not from here.
+SQUAD2_CONTEXTS = Path(__file__).resolve().parent / "labels" / "squad2_contexts.jsonl"
 
 #: Strips the way the refiner cuts them: sentences grouped to about this many words.
 STRIP_WORDS = 40
@@ -38,14 +42,17 @@ PASSAGE_WORDS = 200
 @dataclass(frozen=True)
 class Mix:
     """How many questions each source gives (None: all), how often the written sets repeat, and what share of
-    the blind-spot sets' training questions goes in (the learning curve: 1/4, 1/2, all). PopQA's recorded web
-    strips are left out by default: the repository they come from states no licence."""
+    the blind-spot sets' training questions goes in (the learning curve: 1/4, 1/2, all) and how often. PopQA's
+    recorded web strips are left out by default: the repository they come from states no licence. `squad2_llm`:
+    the SQuAD 2.0 questions the LLM judged (`squad_labels.py`) bring their retrieved paragraphs with its verdicts."""
     squad_questions: int = 4000
     unanswerable: int | None = None
     qa_pairs: bool = True
     popqa_web: int = 0
     written_repeats: int = 3
     blindspots: float = 1.0
+    blindspot_repeats: int = 1
+    squad2_llm: bool = True
     seed: int = 0
 
 
@@ -125,7 +132,10 @@ def squad_pairs(clone: Path, held_articles: set[str], mix: Mix, rng: random.Rand
             add(cut(best, ()), False, "same_article_top_overlap")
             add(cut(rng.choice(rest), ()), False, "same_article_random")
     dev = [a for a in read_release(clone, "v2.0-dev") if a.title not in held_articles]
-    impossible = [(a, p, q) for a in dev for p in a.paragraphs for q in p.questions if q.impossible]
+    labelled = {row["question_id"] for row in map(json.loads, SQUAD2_CONTEXTS.open(encoding="utf-8"))
+                } if mix.squad2_llm and SQUAD2_CONTEXTS.is_file() else set()
+    impossible = [(a, p, q) for a in dev for p in a.paragraphs for q in p.questions
+                  if q.impossible and q.id not in labelled]
     rng.shuffle(impossible)
     for number, (article, paragraph, question) in enumerate(impossible[: mix.unanswerable]):
         add = _adder(pairs, question.text, f"squad-v2-{number}", article.title, "squad2")
@@ -154,6 +164,12 @@ def qa_pairs_train(bench: Path) -> list[Pair]:
             pairs.append(Pair(row["question"], row["passage"], bool(row["relevant"]), f"qa-{row['question_id']}",
                               "train", f"qa_pairs:{row['pair_type']}"))
     return pairs
+
+
+def dev_articles(clone: Path, bench: Path) -> list[Article]:
+    """SQuAD 2.0 dev's articles outside `qa_pairs.jsonl`'s eval split (held out of every pair)."""
+    held = held_squad_articles(clone, bench)
+    return [a for a in read_release(clone, "v2.0-dev") if a.title not in held]
 
 
 def held_squad_articles(clone: Path, bench: Path) -> set[str]:

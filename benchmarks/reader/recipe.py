@@ -22,9 +22,10 @@ from typing import Any
 from crag_shared.tools.data import Pair
 from crag_shared.tools.train import TrainConfig, train_evaluator
 
-from .data import Mix, training_pairs, written_train_sets
+from .data import Mix, dev_articles, training_pairs, written_train_sets
 from .labelling import blindspot_pairs, share_of_groups
 from .minilm import base_model
+from .squad_labels import squad2_llm_pairs
 
 WRITTEN = Path(__file__).resolve().parents[1] / "judge_sets" / "train"
 #: The run record a training writes and the export ships beside its weights.
@@ -62,8 +63,10 @@ def train_reader(out: Path, bench: Path, *, squad: Path | None, recipe: Recipe |
     """Train the reader into `out` (a checkpoint directory) and return the training report."""
     recipe, mix = recipe or Recipe(), mix or Mix()
     pairs = training_pairs(bench, squad, written_train_sets(written), mix)
+    if squad is not None and mix.squad2_llm:
+        pairs += squad2_llm_pairs(dev_articles(squad, bench))
     if mix.blindspots:
-        pairs += share_of_groups(blindspot_pairs("train"), mix.blindspots)
+        pairs += share_of_groups(blindspot_pairs("train"), mix.blindspots) * mix.blindspot_repeats
     log(f"{len(pairs)} training pairs ({sum(p.relevant for p in pairs)} positive)")
     with tempfile.TemporaryDirectory() as scratch:
         config = TrainConfig(base_model=base_model(base, Path(scratch)), out=str(out), pooling="mean",
