@@ -140,6 +140,8 @@ def _judge_benches(benches: Any) -> None:
                         "--evaluator llm / auto and --entry-points")
     judges.add_argument("--prompt", default="sufficiency", choices=("sufficiency", "paper"),
                         help="the judge prompt the recording answers (default: sufficiency)")
+    judges.add_argument("--score-titles", action="store_true", help="judge each passage as \"title: text\" "
+                        "(the Corrector's score_titles=True; a judge set's title is its section heading)")
     prompts = benches.add_parser("llm-prompts", help="every prompt the LLM judge sends for the judge sets' "
                                  "questions, for whoever acts as the LLM to answer (JSON lines: key, prompt)")
     prompts.add_argument("--bench-dir")
@@ -200,7 +202,8 @@ def _bench_judges(args: argparse.Namespace) -> int:
     else:
         try:
             run(sys.stdout, bench, evaluators=args.evaluator or ["default"], names=args.sets,
-                halves=args.halves or ("tune", "test"), recording=recording, prompt=args.prompt)
+                halves=args.halves or ("tune", "test"), recording=recording, prompt=args.prompt,
+                score_titles=args.score_titles)
         except ValueError as error:
             raise UsageError(str(error)) from None
     return 0

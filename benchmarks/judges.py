@@ -117,18 +117,20 @@ def query_auroc(corrector: Corrector, parts: dict[str, list[Row]], half: str) ->
 def run(out: TextIO, bench: Path | None, *, evaluators: Sequence[str] = ("lexical",),
         names: Sequence[str] | None = None, halves: Sequence[str] = ("tune", "test"),
         thresholds: tuple[float, float] | None = None, recording: Path | None = None,
-        prompt: str = "sufficiency") -> dict[str, Any]:
+        prompt: str = "sufficiency", score_titles: bool = False) -> dict[str, Any]:
     """Print one line per judge, set and half; return the figures. The LLM judge ("llm", "auto") replays
     `recording` (its `prompt`), and its lines add LLM calls and prompt tokens per query, against grading each
-    passage in its own call."""
+    passage in its own call. `score_titles`: each passage judged as "title: text"."""
     from .llm_judge import judge_cost, recorded_judge
 
     sets = every_set(bench, names)
     results: dict[str, Any] = {}
     for spec in evaluators:
         judge = recorded_judge(spec, recording, prompt)
-        corrector = Corrector(evaluator=judge or spec, policy=ActionPolicy(*thresholds) if thresholds else None)
-        out.write(f"\njudge {spec}{f' ({prompt} prompt, replaying {recording})' if judge else ''} "
+        corrector = Corrector(evaluator=judge or spec, policy=ActionPolicy(*thresholds) if thresholds else None,
+                              score_titles=score_titles)
+        out.write(f"\njudge {spec}{f' ({prompt} prompt, replaying {recording})' if judge else ''}"
+                  f"{' scoring titles' if score_titles else ''} "
                   f"(thresholds {corrector.policy.upper:+.2f}/{corrector.policy.lower:+.2f})\n")
         for half in halves:
             for name, parts in sets.items():

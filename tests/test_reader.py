@@ -42,6 +42,20 @@ def test_the_default_judge_is_the_shipped_reader_blended_with_the_lexical_and_ke
     assert alone.action.value == "correct" and "George Eliot" in alone.knowledge_text
 
 
+def test_the_default_judge_and_the_reader_read_a_passage_with_its_title(unpinned):
+    """A section whose subject only its heading names (LlamaIndex metadata, Haystack meta `title`) is read as
+    "title: text", as the reader was trained; `score_titles` stays off for the judges a user names."""
+    from crag_shared.types import Passage
+
+    question, text = "When was the Tolvik lighthouse built?", "It was built in 1889 by the harbour board."
+    for judge in (Corrector(), Corrector(evaluator="reader")):
+        assert judge.evaluator.reads_titles
+        titled, bare = (judge.judge(question, [Passage(text, title=title)]).scores[0]
+                        for title in ("Tolvik lighthouse", None))
+        assert titled > bare + 0.5
+    assert not Corrector(evaluator="lexical").evaluator.reads_titles
+
+
 def test_the_reader_tells_an_answer_from_a_near_miss_of_another_plan(unpinned):
     reader = ReaderEvaluator()
     scores = reader.score("What is the rate limit of the Team plan?", [

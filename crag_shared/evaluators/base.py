@@ -58,7 +58,7 @@ class RetrievalEvaluator(ABC):
     #: (upper, lower) action thresholds suited to this evaluator's scores.
     default_thresholds: ClassVar[tuple[float, float]] = (0.5, -0.5)
     #: Whether it reads a passage's title with its text ("title: text"), whatever `score_titles` says.
-    reads_titles: ClassVar[bool] = False
+    reads_titles: bool = False
 
     @property
     def floor(self) -> float:

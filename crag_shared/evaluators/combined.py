@@ -32,6 +32,7 @@ class CombinedEvaluator(RetrievalEvaluator):
         if not members or len(members) != len(weights):
             raise ValueError("a combination needs one weight per member, and at least one member")
         self.members = list(members)
+        self.reads_titles = any(m.reads_titles for m in self.members)
         self.weights = [float(w) for w in weights]
         self.bias = float(bias)
         self._thresholds = (float(thresholds[0]), float(thresholds[1]))

@@ -53,6 +53,10 @@ class ReaderEvaluator(OnnxCrossEncoderEvaluator):
     the other texts), `num_threads` ONNX Runtime threads (default: all cores).
     """
 
+    #: Trained on passages read with their titles half the time, it tells answers from near misses better
+    #: with them (`crag-bench judges --score-titles`).
+    reads_titles = True
+
     def __init__(self, model: str | Path | None = None, *, thresholds: tuple[float, float] | None = None,
                  num_threads: int | None = None, max_length: int = 256, batch_size: int = 1) -> None:
         directory = Path(model) if model is not None else shipped_reader()
