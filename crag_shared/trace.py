@@ -230,10 +230,6 @@ class FallbackTaken(Step):
         """The step the fallback stood in for ("evaluate", "web_search", ...)."""
         return self.of
 
-    def __str__(self) -> str:
-        """"step: reason -> what was done", the one way a fallback is written in logs and metadata."""
-        return f"{self.of}: {self.reason} -> {self.applied}"
-
 
 @dataclass(frozen=True)
 class Abstained(Step):

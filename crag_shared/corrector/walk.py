@@ -327,7 +327,7 @@ class Walks:
         reader = state.scorer(True)[0]
         titled = [self._scored_text(Passage(p.text, title=passages[p.source_index].title), reader) for p in pieces]
         piece_scores = yield from self._score(state, trace, query, titled, strips=True)
-        selecting = with_threshold(refiner, threshold) if threshold is not None else refiner
+        selecting = refiner if threshold is None else StripRefiner(**{**refiner.config(), "threshold": threshold})
         if origin is Origin.INTERNAL and state.judges:
             keys = {i: " ".join(self._scored_text(passages[i], state.evaluator).split()) for i in indices}
             piece_scores = within_verdicts(pieces, piece_scores, accepted_by_llm(state, keys),
@@ -343,10 +343,6 @@ class Walks:
             return read_search(question, found.rewrite, None, found.response.error)
         return read_search(question, found.rewrite, found.response)
 
-
-def with_threshold(refiner: StripRefiner, threshold: float) -> StripRefiner:
-    """The same refiner with another strip threshold."""
-    return StripRefiner(**{**refiner.config(), "threshold": threshold})
 
 
 def resume(walk: Step[T], answer: Answer) -> Step[T]:

@@ -24,7 +24,7 @@ from ..text.sentences import sentence_spans
 from ..text.words import encodable
 from .base import Evaluation, RetrievalEvaluator
 from .batching import load_once
-from .embedding_scale import Landmarks, carried, found_once, measure, reference, reference_passages
+from .embedding_scale import Landmarks, carried, found_once, measure, reference
 from .hf import pick_device, require_torch
 from .pooling import mean_pooled
 
@@ -245,7 +245,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
     def landmarks(self) -> Landmarks:
         """This model's landmarks on crag's reference set (`embedding_scale.measure`), its sentences (or
         passages) embedded in one call first."""
-        passages = reference_passages()
+        passages = [pair["passage"] for pair in reference()["pairs"]]
         language = resolve(self.language, reference()["pairs"][0]["question"])
         units = passages if self.unit == "passage" else [p for group in _sentences(language, passages) for p in group]
         self.encode(list(dict.fromkeys(units)))
@@ -277,7 +277,7 @@ class EmbeddingEvaluator(RetrievalEvaluator):
         vectors = self.encode(texts)
         if vectors and len(vectors[0]) != len(q):
             q = self._query_vector(query, skip_given=True)
-        return [_dot(q, v) for v in vectors]
+        return [sum(x * y for x, y in zip(q, v)) for v in vectors]
 
     def evaluate(self, query: str, texts: Sequence[str]) -> Evaluation:
         """Cosine of the query with each text's best unit (sentence or passage), mapped to [-1, 1]."""
@@ -296,9 +296,6 @@ def _sentences(language: str, texts: Sequence[str]) -> list[list[str]]:
     """Each text's sentences (the text itself where it has none)."""
     return [[text[a:b] for a, b in sentence_spans(language, text)] or [text] for text in texts]
 
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
 
 
 def _normalised(vector: Sequence[float]) -> list[float]:

@@ -26,7 +26,7 @@ from typing import TypedDict, cast
 
 from .base import EvaluatorConfigurationError
 
-__all__ = ["REFERENCE", "Landmarks", "carried", "found_once", "measure", "reference", "reference_passages"]
+__all__ = ["REFERENCE", "Landmarks", "carried", "found_once", "measure", "reference"]
 
 REFERENCE = Path(__file__).with_name("embedding_scale.json")
 
@@ -57,10 +57,6 @@ def reference() -> Reference:
     """The reference set, read once."""
     return cast(Reference, json.loads(REFERENCE.read_text(encoding="utf-8")))
 
-
-def reference_passages() -> list[str]:
-    """Every reference passage, in file order."""
-    return [pair["passage"] for pair in reference()["pairs"]]
 
 
 def measure(cosines: Callable[[str, Sequence[str]], Sequence[float]]) -> Landmarks:

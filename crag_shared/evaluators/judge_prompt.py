@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 __all__ = [
-    "PROMPTS", "Mode", "PromptName", "check_judge_prompt", "judge_prompts", "parse_numbered", "parse_verdict",
+    "PROMPTS", "Mode", "check_judge_prompt", "judge_prompts", "parse_numbered", "parse_verdict",
     "quoted",
 ]
 
-PromptName = Literal["sufficiency", "paper"]
 Mode = Literal["batched", "per_document"]
 
 _SUFFICIENCY_RULES = (

@@ -280,9 +280,6 @@ def shared_evaluator(spec: str, options: Mapping[str, Any] | None = None) -> Ret
 
 
 def _must_exist(spec: str, target: str) -> None:
-    if _looks_local(target) and not Path(target).expanduser().exists():
+    local = target.startswith(("/", "./", "../", "~", ".\\")) or Path(target).is_absolute() or target.count("/") > 1
+    if local and not Path(target).expanduser().exists():
         raise ValueError(f"evaluator spec {spec!r}: no such file or directory {target!r}")
-
-
-def _looks_local(target: str) -> bool:
-    return target.startswith(("/", "./", "../", "~", ".\\")) or Path(target).is_absolute() or target.count("/") > 1

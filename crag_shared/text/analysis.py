@@ -80,18 +80,14 @@ class Analyzer:
         self.stopwords = STOPWORDS if code == "en" else _stopwords(code)
         self._stem = _stemmer(code)
         self._stop_lengths: dict[str, tuple[int, ...]] = {}  # first character -> stopword lengths, longest first
-        for word in (w for w in self.stopwords if _is_cjk(w)):
+        for word in (w for w in self.stopwords if _CJK_ONLY.fullmatch(w)):
             self._stop_lengths[word[0]] = tuple(sorted({*self._stop_lengths.get(word[0], ()), len(word)},
                                                       reverse=True))
-        self._jieba = segmenter and code == "zh" and importlib.util.find_spec("jieba") is not None
+        #: Whether Chinese Han runs are cut into words by jieba (installed, and not `segmenter=False`).
+        self.segmented = segmenter and code == "zh" and importlib.util.find_spec("jieba") is not None
 
     def __repr__(self) -> str:
         return f"Analyzer({self.code!r})"
-
-    @property
-    def segmented(self) -> bool:
-        """Whether Chinese Han runs are cut into words by jieba (installed, and not `segmenter=False`)."""
-        return self._jieba
 
     def term(self, word: str) -> str:
         """A word's matching form: English's fold, elsewhere lower case without accents, stemmed."""
@@ -133,7 +129,7 @@ class Analyzer:
         for piece, stop in self.cut(run):
             if stop:
                 yield Token(piece, piece, True)
-            elif self._jieba:
+            elif self.segmented:
                 yield from (Token(w, w, w in self.stopwords) for w in _jieba_words(piece))
             elif len(piece) == 1:
                 yield Token(piece, piece, False)
@@ -218,9 +214,6 @@ def _han_tokens(code: str, run: str) -> tuple[Token, ...]:
 
 _CJK_ONLY = re.compile(f"[{CJK}]+")
 
-
-def _is_cjk(word: str) -> bool:
-    return bool(_CJK_ONLY.fullmatch(word))
 
 
 def _jieba_words(piece: str) -> list[str]:

@@ -14,7 +14,7 @@ and checks a passage for both:
   starts and ends with the same words (middle names and initials allowed), not only its surname or inside
   a longer name ("Charles Harrison Mason" is not "Charles Harrison").
 
-Each check that fails is a short reason (`Assessment.reason`) that the trace carries. The English words it
+Each check that fails is a short reason (`Assessment.notes`) that the trace carries. The English words it
 reads by (irregular forms, answer kinds, months, number words, name particles...) are the tables in
 `tables/en/`.
 """
@@ -157,11 +157,6 @@ class Assessment:
     missing: tuple[str, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
     cannot_answer: bool = False
-
-    @property
-    def reason(self) -> str:
-        """The evidence in words ("" when there is none)."""
-        return "; ".join(note for _, note in self.notes)
 
 
 class Reading:

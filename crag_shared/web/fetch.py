@@ -16,7 +16,7 @@ import httpx
 
 from ..aio import run_sync
 from .decoding import ACCEPT_ENCODING, BoundedDecoder, EncodingError
-from .guard import AddressPolicy, Refused, literal_ip, pinned_transport
+from .guard import AddressPolicy, PinnedTransport, Refused, literal_ip
 
 __all__ = ["FetchedPage", "PageFetcher", "sniff", "ssl_context"]
 
@@ -103,7 +103,7 @@ class PageFetcher:
             return []
         ends_at = time.monotonic() + self.deadline
         gate = asyncio.Semaphore(self.concurrency)
-        transport = self.transport or pinned_transport(self.policy, ssl_context())
+        transport = self.transport or PinnedTransport(self.policy, ssl_context())
         headers = {"User-Agent": self.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
         async with httpx.AsyncClient(headers=headers, transport=transport, timeout=self.timeout,
                                      follow_redirects=False, trust_env=False) as client:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import httpcore
 import httpx
 
-__all__ = ["AddressPolicy", "IPAddress", "Refused", "is_public", "literal_ip", "pinned_transport"]
+__all__ = ["AddressPolicy", "IPAddress", "Refused", "is_public", "literal_ip"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -209,8 +209,3 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         """Close every pooled connection."""
         await self.pool.aclose()
-
-
-def pinned_transport(policy: AddressPolicy, ssl_context: ssl.SSLContext) -> PinnedTransport:
-    """The transport a guarded fetcher uses: connections only to addresses `policy` checked."""
-    return PinnedTransport(policy, ssl_context)
