@@ -38,6 +38,17 @@ def test_no_shipped_file_names_a_path_of_the_machine_it_was_built_on():
     assert found == []
 
 
+def test_the_shipped_weights_carry_the_record_of_their_run():
+    """Beside the weights: how they were made (recipe, pairs per source and kind, seeds, versions, hardware,
+    validation history), and no training source whose licence its repository does not state."""
+    record = json.loads((SHIPPED / "model" / "training_run.json").read_text())
+    assert record["pairs"] == sum(record["pairs_by_source"].values()) == sum(record["pairs_by_kind"].values())
+    assert record["mix"]["popqa_web"] == 0 and "popqa_web" not in record["pairs_by_source"]
+    assert {"squad2_llm", "blindspots"} <= set(record["pairs_by_source"]), "trained on the LLM judge's labels"
+    assert record["history"][-1]["step"] == record["steps"] and record["hardware"]["cpus"]
+    assert "/" not in json.loads((SHIPPED / "model" / "crag_onnx.json").read_text())["source"], "a run's name, no path"
+
+
 def test_the_shipped_config_declares_no_pytorch_class():
     config = json.loads((SHIPPED / "model" / "config.json").read_text())
     assert not config.get("architectures"), "the reader is an ONNX graph with mean pooling, not a PyTorch head"
