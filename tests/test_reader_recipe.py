@@ -144,3 +144,20 @@ def test_squad2_questions_are_judged_on_their_retrieved_paragraphs_and_stored_wi
                 for found_one in found if f"squad2-llm-{found_one.question.id}" == unjudged[0].query_id
                 for p in found_one.passages]
     assert [p.relevant for p in unjudged] == expected
+
+
+def test_no_squad2_question_the_llm_labelled_comes_from_the_near_miss_benchmarks_test_half(bench_dir):
+    """The SQuAD 2.0 questions the LLM judged for training: none is a question of `qa_pairs.jsonl`'s eval split,
+    and an article holding one is left out whole (its paragraphs are neither asked about nor searched)."""
+    from benchmarks.reader.data import held_titles
+    from benchmarks.reader.squad import Article, Paragraph, Question
+    from benchmarks.reader.squad_labels import CONTEXTS
+
+    rows = [json.loads(line) for line in (bench_dir / "qa_pairs.jsonl").open(encoding="utf-8")]
+    held_ids = {r["question_id"] for r in rows if r["split"] == "eval"}
+    labelled = [json.loads(line) for line in CONTEXTS.open(encoding="utf-8")]
+    assert len(labelled) == 800 and not {r["question_id"] for r in labelled} & held_ids
+    held = Article("Held", [Paragraph("text", [Question("other", "Q?", [], True),
+                                               Question(sorted(held_ids)[0], "Q?", ["a"], False)])])
+    free = Article("Free", [Paragraph("text", [Question("mine", "Q?", ["a"], False)])])
+    assert held_titles([held, free], bench_dir) == {"Held"}

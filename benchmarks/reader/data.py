@@ -174,10 +174,14 @@ def dev_articles(clone: Path, bench: Path) -> list[Article]:
 
 def held_squad_articles(clone: Path, bench: Path) -> set[str]:
     """Titles of the SQuAD articles with a question in `qa_pairs.jsonl`'s eval split."""
+    return held_titles(read_release(clone, "v2.0-dev"), bench)
+
+
+def held_titles(articles: Sequence[Article], bench: Path) -> set[str]:
+    """Titles of those of `articles` with a question in `qa_pairs.jsonl`'s eval split."""
     eval_ids = {json.loads(line)["question_id"] for line in (bench / "qa_pairs.jsonl").open(encoding="utf-8")
                 if '"eval"' in line}
-    return {a.title for a in read_release(clone, "v2.0-dev")
-            if any(q.id in eval_ids for p in a.paragraphs for q in p.questions)}
+    return {a.title for a in articles if any(q.id in eval_ids for p in a.paragraphs for q in p.questions)}
 
 
 _STRIP_SPLIT = re.compile(r";\s+(?=[^;:]{2,120}:\s)")

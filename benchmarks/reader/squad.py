@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 #: Where each release's pages live in the explorer's history (the v1.1 train pages left the gh-pages tip).
@@ -38,9 +39,10 @@ class Article:
     paragraphs: list[Paragraph]
 
 
+@cache
 def read_release(clone: Path, release: str) -> list[Article]:
     """Every article of `release` ("v1.1-train" or "v2.0-dev") in the explorer clone at `clone` (a git
-    directory or work tree)."""
+    directory or work tree), parsed once per process (the recipe reads v2.0 dev three times). Read only."""
     commit, folder = RELEASES[release]
     names = _git(clone, "ls-tree", "--name-only", f"{commit}:{folder}").split("\n")
     return [parse_page(_git(clone, "show", f"{commit}:{folder}/{name}"))

@@ -22,11 +22,11 @@ from crag_shared.tools.data import Pair
 from crag_shared.types import Passage
 
 from ..llm_judge import judge_prompts_for
-from .data import _titled, cut
-from .labelling import LABELS, RECORDINGS
+from .data import SQUAD2_CONTEXTS, _titled, cut
+from .labelling import RECORDINGS
 from .squad import Article, Question
 
-CONTEXTS = LABELS / "squad2_contexts.jsonl"
+CONTEXTS = SQUAD2_CONTEXTS
 RECORDING = RECORDINGS / "squad2.jsonl"
 TOP_K = 5
 
